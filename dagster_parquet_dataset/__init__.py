@@ -1,0 +1,59 @@
+"""Reliable Parquet datasets on any object store, for Dagster and Spark.
+
+The Dagster layer (``RemoteStoreIOManager`` and the store resources) needs the
+``dagster`` extra and is imported on first use, so the core works with only
+pyarrow installed.
+"""
+
+from __future__ import annotations
+
+
+from .dataset import DatasetManifest, FileEntry, ParquetDatasetStore
+from .errors import (
+    AlreadyExists,
+    CapabilityNotSupported,
+    CommitConflict,
+    DatasetIncomplete,
+    DatasetNotFound,
+    ManifestCorrupted,
+    NotFound,
+    RemoteStoreError,
+)
+from .storage import Capability, FileInfo, LocalStore, MemoryStore, S3Store, Store
+
+__version__ = "0.1.0"
+
+_DAGSTER_NAMES = ("RemoteStoreIOManager", "LocalStoreResource", "S3StoreResource", "InMemoryStoreResource")
+
+
+def __getattr__(name: str) -> object:
+    # The Dagster layer imports dagster (slow, and an optional extra): load it on first use.
+    if name in _DAGSTER_NAMES:
+        from . import dagster_io
+
+        return getattr(dagster_io, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+__all__ = [
+    "AlreadyExists",
+    "Capability",
+    "CapabilityNotSupported",
+    "CommitConflict",
+    "DatasetIncomplete",
+    "DatasetManifest",
+    "DatasetNotFound",
+    "FileEntry",
+    "FileInfo",
+    "InMemoryStoreResource",
+    "LocalStore",
+    "LocalStoreResource",
+    "ManifestCorrupted",
+    "MemoryStore",
+    "NotFound",
+    "ParquetDatasetStore",
+    "RemoteStoreError",
+    "RemoteStoreIOManager",
+    "S3Store",
+    "S3StoreResource",
+    "Store",
+]

@@ -1,0 +1,6 @@
+"""Dataset layer: Spec 042 Parquet datasets on any Store."""
+
+from .manifest import DatasetManifest, FileEntry
+from .store import ParquetDatasetStore
+
+__all__ = ["DatasetManifest", "FileEntry", "ParquetDatasetStore"]

@@ -1,0 +1,131 @@
+"""Encoding Arrow data into Parquet parts that stream straight to a store."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..storage.base import Store
+from .manifest import FileEntry
+
+#: Rows buffered per row group when a stream of small batches is written and
+#: no ``row_group_size`` is set; pyarrow's own default for tables.
+_DEFAULT_ROW_GROUP = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PartOptions:
+    compression: str
+    row_group_size: int | None
+
+
+def chunk_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int) -> Iterator[pa.Table]:
+    """Regroup a stream of batches into tables of exactly ``rows`` rows (the last fewer).
+
+    Always yields at least one table, so an empty stream still produces a part
+    that carries the schema. Only one chunk is held at a time.
+    """
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    emitted = False
+    for batch in batches:
+        while batch.num_rows:
+            take = min(rows - held, batch.num_rows)
+            pending.append(batch.slice(0, take))
+            held += take
+            batch = batch.slice(take)
+            if held == rows:
+                yield pa.Table.from_batches(pending, schema)
+                emitted = True
+                pending, held = [], 0
+    if pending or not emitted:
+        yield pa.Table.from_batches(pending, schema)
+
+
+def table_chunks(table: pa.Table, rows: int) -> Iterator[pa.Table]:
+    """Zero-copy slices of ``table`` of ``rows`` rows (at least one slice)."""
+    if table.num_rows == 0:
+        yield table
+        return
+    for start in range(0, table.num_rows, rows):
+        yield table.slice(start, rows)
+
+
+def encode_part(
+    store: Store,
+    path: str,
+    relative: str,
+    schema: pa.Schema,
+    tables: Iterable[pa.Table],
+    options: PartOptions,
+) -> FileEntry:
+    """Stream ``tables`` into one Parquet object at ``path``; atomic on success.
+
+    Row count and byte size come from the writer itself, not a second pass.
+    """
+    with store.open_output(path) as sink:
+        writer = pq.ParquetWriter(sink, schema, compression=options.compression)
+        for table in tables:
+            writer.write_table(table, row_group_size=options.row_group_size)
+        writer.close()
+        size = sink.tell()
+    rows = writer.writer.metadata.num_rows
+    return FileEntry(path=relative, row_count=rows, size_bytes=size)
+
+
+def encode_parts(
+    store: Store,
+    chunks: Iterable[pa.Table],
+    schema: pa.Schema,
+    name_for: Callable[[int], tuple[str, str]],
+    options: PartOptions,
+    attempted: list[str],
+    max_workers: int | None = None,
+) -> list[FileEntry]:
+    """Encode each chunk as its own part, in parallel, with bounded memory.
+
+    ``name_for(i)`` gives the (store path, relative path) of part ``i``. At
+    most ``max_workers`` chunks are in flight, so a streamed input is never
+    held whole. Every store path started is appended to ``attempted`` so the
+    caller can clean up after a failure.
+    """
+    workers = max_workers or os.cpu_count() or 1
+    entries: list[FileEntry] = []
+    in_flight: deque[Future[FileEntry]] = deque()
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pds-encode") as pool:
+        try:
+            for i, chunk in enumerate(chunks):
+                while len(in_flight) >= workers:
+                    entries.append(in_flight.popleft().result())
+                path, relative = name_for(i)
+                attempted.append(path)
+                in_flight.append(pool.submit(encode_part, store, path, relative, schema, [chunk], options))
+            while in_flight:
+                entries.append(in_flight.popleft().result())
+        except BaseException:
+            for future in in_flight:
+                future.cancel()
+            raise
+    return entries
+
+
+def stream_single(
+    store: Store,
+    path: str,
+    relative: str,
+    data: pa.Table | pa.RecordBatchReader,
+    options: PartOptions,
+    attempted: list[str],
+) -> FileEntry:
+    """Write all of ``data`` as one Parquet object, streaming a reader batch by batch."""
+    attempted.append(path)
+    if isinstance(data, pa.Table):
+        return encode_part(store, path, relative, data.schema, [data], options)
+    group = options.row_group_size or _DEFAULT_ROW_GROUP
+    return encode_part(store, path, relative, data.schema, chunk_batches(data, data.schema, group), options)

@@ -1,0 +1,223 @@
+"""``DatasetManifest``: the committed state of a dataset (Spec 042 PDS-004).
+
+The JSON holds every Spec 042 field with its Spec type, so a Spec-only reader
+reads our manifests, plus extension keys (``format_version``, ``version``,
+``files``, ``arrow_schema``) that a Spec-only manifest may lack: they all have
+defaults, and a manifest built from the Spec fields alone serializes to the
+Spec fields alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import ManifestCorrupted
+from ..storage.base import validate_key
+
+#: Version of this package's manifest extensions; 0 means "Spec 042 fields only".
+FORMAT_VERSION = 1
+
+_SPEC_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "dataset_key": str,
+    "parts": list,
+    "row_count": int,
+    "schema_hash": str,
+    "compression": str,
+    "created_at_utc": str,
+}
+
+
+def schema_hash(schema: pa.Schema) -> str:
+    """First 16 hex characters of SHA-256 of ``schema.to_string()`` (PDS-004)."""
+    return hashlib.sha256(schema.to_string().encode("utf-8")).hexdigest()[:16]
+
+
+def encode_schema(schema: pa.Schema) -> str:
+    """The Arrow IPC serialization of ``schema``, base64-encoded."""
+    return base64.b64encode(schema.serialize().to_pybytes()).decode("ascii")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One data file of a dataset version.
+
+    Attributes:
+        path: path relative to the dataset key.
+        row_count: rows in the file (``None`` if unknown, Spec-only manifests).
+        size_bytes: the file's size in bytes (``None`` if unknown).
+    """
+
+    path: str
+    row_count: int | None = None
+    size_bytes: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> FileEntry:
+        if not isinstance(raw, dict) or not isinstance(raw.get("path"), str):
+            raise ManifestCorrupted(
+                f"manifest file entry {raw!r} is not an object with a 'path' string",
+                reason="bad file entry",
+            )
+        rows, size = raw.get("row_count"), raw.get("size_bytes")
+        for name, value in (("row_count", rows), ("size_bytes", size)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ManifestCorrupted(
+                    f"manifest file entry {raw['path']!r} has a bad {name}: {value!r}",
+                    reason=f"bad {name}",
+                )
+        return cls(raw["path"], rows, size)
+
+
+@dataclass(frozen=True)
+class DatasetManifest:
+    """Canonical manifest of one committed dataset version (Spec 042 PDS-004).
+
+    The first eight fields are Spec 042's; the rest are this package's
+    extensions and default to what a Spec-only manifest implies.
+    """
+
+    dataset_key: str
+    parts: list[str]
+    row_count: int
+    schema_hash: str
+    compression: str
+    created_at_utc: str
+    run_id: str | None = None
+    metadata: dict[str, str] | None = None
+    format_version: int = 0
+    version: int = 1
+    files: tuple[FileEntry, ...] = field(default_factory=tuple)
+    arrow_schema: str | None = None
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The Arrow schema that was written, or ``None`` if the manifest lacks it."""
+        if self.arrow_schema is None:
+            return None
+        return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(self.arrow_schema)))
+
+    def file_entries(self) -> tuple[FileEntry, ...]:
+        """One entry per part, with ``None`` for whatever the manifest does not record."""
+        return self.files if self.files else tuple(FileEntry(p) for p in self.parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "dataset_key": self.dataset_key,
+            "parts": list(self.parts),
+            "row_count": self.row_count,
+            "schema_hash": self.schema_hash,
+            "compression": self.compression,
+            "created_at_utc": self.created_at_utc,
+            "run_id": self.run_id,
+            "metadata": dict(self.metadata) if self.metadata is not None else None,
+        }
+        if self.format_version >= 1:
+            out["format_version"] = self.format_version
+            out["version"] = self.version
+            out["files"] = [f.to_dict() for f in self.files]
+            out["arrow_schema"] = self.arrow_schema
+        return out
+
+    def to_json(self) -> str:
+        """Canonical JSON: sorted keys, 2-space indent."""
+        return json.dumps(self.to_dict(), sort_keys=True, indent=2, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> DatasetManifest:
+        """Parse and validate a manifest.
+
+        Raises:
+            ManifestCorrupted: not JSON, a Spec field is missing or of the wrong
+                type, a part path is unsafe, or the extensions contradict the
+                Spec fields. ``reason`` names the failure.
+        """
+        try:
+            raw = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ManifestCorrupted(f"manifest is not valid JSON: {exc}", reason="invalid JSON") from None
+        if not isinstance(raw, dict):
+            raise ManifestCorrupted("manifest is not a JSON object", reason="not an object")
+        return cls.from_dict(raw)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> DatasetManifest:
+        """Build a manifest from parsed JSON; see :meth:`from_json` for errors."""
+        for name, typ in _SPEC_FIELDS.items():
+            if name not in raw:
+                raise ManifestCorrupted(f"manifest lacks the required field {name!r}", reason=f"missing {name}")
+            value = raw[name]
+            if not isinstance(value, typ) or isinstance(value, bool):
+                raise ManifestCorrupted(
+                    f"manifest field {name!r} should be {typ.__name__ if isinstance(typ, type) else typ}, "
+                    f"got {type(value).__name__}",
+                    reason=f"bad {name}",
+                )
+        parts = raw["parts"]
+        for part in parts:
+            if not isinstance(part, str):
+                raise ManifestCorrupted(f"manifest part {part!r} is not a string", reason="bad parts")
+            try:
+                validate_key(part, what="part path")
+            except ValueError as exc:
+                raise ManifestCorrupted(f"manifest lists an unsafe part: {exc}", reason="unsafe part") from None
+        if raw["row_count"] < 0:
+            raise ManifestCorrupted("manifest row_count is negative", reason="bad row_count")
+        run_id = raw.get("run_id")
+        if run_id is not None and not isinstance(run_id, str):
+            raise ManifestCorrupted("manifest run_id should be a string or null", reason="bad run_id")
+        metadata = raw.get("metadata")
+        if metadata is not None and (
+            not isinstance(metadata, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+        ):
+            raise ManifestCorrupted("manifest metadata should map strings to strings", reason="bad metadata")
+
+        format_version = raw.get("format_version", 0)
+        version = raw.get("version", 1)
+        for name, value in (("format_version", format_version), ("version", version)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ManifestCorrupted(f"manifest {name} should be a non-negative int", reason=f"bad {name}")
+        raw_files = raw.get("files") or []
+        if not isinstance(raw_files, list):
+            raise ManifestCorrupted("manifest 'files' should be a list", reason="bad files")
+        files = tuple(FileEntry.from_dict(f) for f in raw_files)
+        if files:
+            if [f.path for f in files] != parts:
+                raise ManifestCorrupted("manifest 'files' and 'parts' list different paths", reason="files/parts mismatch")
+            counts = [f.row_count for f in files]
+            if all(c is not None for c in counts) and sum(counts) != raw["row_count"]:  # type: ignore[arg-type]
+                raise ManifestCorrupted(
+                    f"manifest row_count {raw['row_count']} differs from the sum over its files {sum(counts)}",  # type: ignore[arg-type]
+                    reason="row_count mismatch",
+                )
+        arrow_schema = raw.get("arrow_schema")
+        if arrow_schema is not None:
+            if not isinstance(arrow_schema, str):
+                raise ManifestCorrupted("manifest arrow_schema should be a base64 string", reason="bad arrow_schema")
+            try:
+                pa.ipc.read_schema(pa.py_buffer(base64.b64decode(arrow_schema, validate=True)))
+            except Exception as exc:
+                raise ManifestCorrupted(f"manifest arrow_schema does not decode: {exc}", reason="bad arrow_schema") from None
+        return cls(
+            dataset_key=raw["dataset_key"],
+            parts=list(parts),
+            row_count=raw["row_count"],
+            schema_hash=raw["schema_hash"],
+            compression=raw["compression"],
+            created_at_utc=raw["created_at_utc"],
+            run_id=run_id,
+            metadata=dict(metadata) if metadata is not None else None,
+            format_version=format_version,
+            version=version,
+            files=files,
+            arrow_schema=arrow_schema,
+        )

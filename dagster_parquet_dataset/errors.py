@@ -1,0 +1,58 @@
+"""Error types shared by every layer.
+
+All errors derive from :class:`RemoteStoreError`, so callers can catch the
+whole family with one ``except``. Bad arguments raise :class:`ValueError`
+(or :class:`TypeError` for a wrong type) before anything is written.
+"""
+
+from __future__ import annotations
+
+
+class RemoteStoreError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class NotFound(RemoteStoreError):
+    """The path, object or dataset does not exist."""
+
+
+class AlreadyExists(RemoteStoreError):
+    """The target already exists and the call was not allowed to replace it."""
+
+
+class CapabilityNotSupported(RemoteStoreError):
+    """The store lacks a capability the operation needs."""
+
+
+class DatasetIncomplete(RemoteStoreError):
+    """The dataset is structurally incomplete.
+
+    ``_SUCCESS`` is missing, or a part listed in the manifest is missing,
+    truncated, or disagrees with the manifest (row count, schema). Some of the
+    dataset's files may exist, which is why this is not :class:`NotFound`.
+    """
+
+
+class DatasetNotFound(NotFound, DatasetIncomplete):
+    """Nothing at all is stored under the dataset key.
+
+    It is both a :class:`NotFound` (the natural reading) and a
+    :class:`DatasetIncomplete` (what Spec 042 PDS-003 raises when
+    ``_SUCCESS`` is absent), so code written against either catches it.
+    """
+
+
+class ManifestCorrupted(RemoteStoreError):
+    """``manifest.json`` exists but cannot be parsed or is structurally invalid.
+
+    Attributes:
+        reason: the specific parse or structural failure.
+    """
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason if reason is not None else message
+
+
+class CommitConflict(RemoteStoreError):
+    """A compare-and-swap commit lost: another writer changed the target first."""

@@ -1,0 +1,180 @@
+"""The ``Store`` protocol: the few operations the dataset layer needs.
+
+Every path is a ``/``-separated key relative to the store's root, checked by
+:func:`validate_key`. Backends know nothing about datasets.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+_FORBIDDEN_CHARS = ("\x00", "\\")
+
+
+class Capability(enum.Enum):
+    """What a backend can do; operations check these before any I/O."""
+
+    ATOMIC_WRITE = "atomic_write"
+    """A written object becomes visible whole, or not at all."""
+    DELETE = "delete"
+    """Objects and folders can be deleted."""
+    CONDITIONAL_WRITE = "conditional_write"
+    """Compare-and-swap writes (:meth:`Store.write_if`)."""
+    LIST = "list"
+    """Objects under a folder can be listed."""
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """One stored object: its key relative to the store root and its size."""
+
+    path: str
+    size: int
+
+
+def validate_key(key: str, *, what: str = "key") -> str:
+    """Return ``key`` if it is a safe relative key, else raise.
+
+    A safe key is a non-empty ``/``-separated relative path with no empty,
+    ``.`` or ``..`` segment, no NUL and no backslash.
+
+    Raises:
+        TypeError: ``key`` is not a ``str``.
+        ValueError: the key is unsafe; the message says why.
+    """
+    if not isinstance(key, str):
+        raise TypeError(f"{what} must be a str, got {type(key).__name__}")
+    if not key:
+        raise ValueError(f"{what} must not be empty")
+    for ch in _FORBIDDEN_CHARS:
+        if ch in key:
+            raise ValueError(f"{what} {key!r} contains a forbidden character {ch!r}")
+    if key.startswith("/"):
+        raise ValueError(f"{what} {key!r} must be relative, not absolute")
+    for segment in key.split("/"):
+        if segment in ("", ".", ".."):
+            raise ValueError(
+                f"{what} {key!r} has an empty, '.' or '..' segment; "
+                "keys must stay inside their folder"
+            )
+    return key
+
+
+def join_key(*parts: str) -> str:
+    """Join key segments with ``/`` (no validation)."""
+    return "/".join(p.strip("/") for p in parts if p)
+
+
+class Store(abc.ABC):
+    """A flat key/object store with atomic writes and compare-and-swap.
+
+    Implementations must be safe to use from several threads, must pickle
+    (workers and Spark executors receive copies), and create their clients
+    lazily.
+    """
+
+    #: What this backend supports.
+    capabilities: frozenset[Capability] = frozenset()
+
+    def supports(self, capability: Capability) -> bool:
+        """Whether this store has ``capability``."""
+        return capability in self.capabilities
+
+    @abc.abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether an object exists at ``path``."""
+
+    @abc.abstractmethod
+    def size(self, path: str) -> int:
+        """Size in bytes of the object at ``path``.
+
+        Raises:
+            NotFound: no object at ``path``.
+        """
+
+    @abc.abstractmethod
+    def read_bytes(self, path: str) -> bytes:
+        """Return the whole object at ``path``.
+
+        Raises:
+            NotFound: no object at ``path``.
+        """
+
+    @abc.abstractmethod
+    def open_input(self, path: str) -> pa.NativeFile:
+        """Open ``path`` for random-access reading (ranged reads on S3).
+
+        The returned file's ``size()`` is the object's size.
+
+        Raises:
+            NotFound: no object at ``path``.
+        """
+
+    @abc.abstractmethod
+    def open_output(self, path: str) -> AbstractContextManager[pa.NativeFile]:
+        """Open ``path`` for a streaming write that is atomic on close.
+
+        Use as a context manager: the object appears whole when the block
+        exits normally, replacing any previous object at ``path``. When the
+        block raises, the write is abandoned and the previous object (if
+        any) is left as it was.
+        """
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write ``data`` to ``path`` atomically, replacing any object there."""
+        with self.open_output(path) as out:
+            out.write(data)
+
+    @abc.abstractmethod
+    def delete(self, path: str, *, missing_ok: bool = False) -> None:
+        """Delete the object at ``path``.
+
+        Raises:
+            NotFound: no object at ``path`` and ``missing_ok`` is false.
+        """
+
+    @abc.abstractmethod
+    def delete_folder(self, path: str) -> None:
+        """Delete every object whose key starts with ``path + "/"``.
+
+        Raises:
+            NotFound: nothing is stored under ``path``.
+        """
+
+    @abc.abstractmethod
+    def list_files(self, path: str) -> Iterator[FileInfo]:
+        """Yield every object under the folder ``path``, recursively.
+
+        Keys in the result are relative to the store root, like ``path``.
+        An empty folder yields nothing.
+        """
+
+    @abc.abstractmethod
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        """Return the object at ``path`` and an opaque version token for it.
+
+        Raises:
+            NotFound: no object at ``path``.
+        """
+
+    @abc.abstractmethod
+    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+        """Compare-and-swap: write ``data`` only if ``path`` is as expected.
+
+        ``expected=None`` means the object must not exist yet; otherwise it
+        must still carry the token :meth:`read_versioned` returned. The write
+        is atomic. Returns the new token.
+
+        Raises:
+            CommitConflict: the object changed (or appeared) meanwhile.
+        """
+
+    def uri(self, path: str = "") -> str:
+        """A URI for ``path`` that other tools understand (``file://``, ``s3://``)."""
+        return f"{type(self).__name__.lower()}://{path}"

@@ -1,0 +1,182 @@
+"""``LocalStore``: objects as files under a root folder on a local disk."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+
+from ..errors import CommitConflict, NotFound
+from .base import Capability, FileInfo, Store, validate_key
+
+_TMP_SUFFIX = ".tmp"
+_LOCK_SUFFIX = ".lock"
+
+
+def _fsync_path(path: str, flags: int = os.O_RDONLY) -> None:
+    fd = os.open(path, flags)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class LocalStore(Store):
+    """Files under ``root``; every write is temp file, fsync, ``os.replace``.
+
+    * Writes go to a hidden temp file in the target folder, are fsynced,
+      renamed over the target, and the folder is fsynced, so a crash leaves
+      either the old or the new file, never a torn one.
+    * Files are created with mode ``0o666`` less the umask, like any tool.
+    * No path outside ``root`` is ever touched: keys are validated and every
+      resolved path is checked to stay under the resolved root.
+    * :meth:`write_if` holds an exclusive ``flock`` on a sibling lock file;
+      the kernel releases it if the process dies, so a crash never leaves
+      it held.
+
+    Args:
+        root: folder holding the objects; created on first write.
+        durable: fsync files and folders on write (default). Turning it off
+            keeps atomicity against process crashes but not power loss.
+    """
+
+    capabilities = frozenset(Capability)
+
+    def __init__(self, root: str | os.PathLike[str], *, durable: bool = True) -> None:
+        self.root = os.path.abspath(os.fspath(root))
+        self.durable = durable
+
+    def __repr__(self) -> str:
+        return f"LocalStore({self.root!r})"
+
+    def _path(self, key: str) -> str:
+        validate_key(key, what="path")
+        full = os.path.join(self.root, *key.split("/"))
+        real_root = os.path.realpath(self.root)
+        real = os.path.realpath(full)
+        if real != real_root and not real.startswith(real_root + os.sep):
+            raise ValueError(f"path {key!r} resolves outside the store root {self.root!r}")
+        return full
+
+    def exists(self, path: str) -> bool:
+        return os.path.isfile(self._path(path))
+
+    def size(self, path: str) -> int:
+        full = self._path(path)
+        try:
+            if os.path.isfile(full):
+                return os.stat(full).st_size
+        except FileNotFoundError:
+            pass
+        raise NotFound(f"no file {path!r} under {self.root!r}")
+
+    def read_bytes(self, path: str) -> bytes:
+        try:
+            with open(self._path(path), "rb") as f:
+                return f.read()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            raise NotFound(f"no file {path!r} under {self.root!r}") from None
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        full = self._path(path)
+        if not os.path.isfile(full):
+            raise NotFound(f"no file {path!r} under {self.root!r}")
+        try:
+            return pa.OSFile(full, "rb")
+        except FileNotFoundError:
+            raise NotFound(f"no file {path!r} under {self.root!r}") from None
+
+    @contextmanager
+    def open_output(self, path: str) -> Iterator[pa.NativeFile]:
+        full = self._path(path)
+        folder, name = os.path.split(full)
+        os.makedirs(folder, exist_ok=True)
+        tmp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}{_TMP_SUFFIX}")
+        sink = pa.OSFile(tmp, "wb")
+        try:
+            yield sink
+            sink.close()
+            self._publish(tmp, full)
+        except BaseException:
+            sink.close()
+            try:
+                os.unlink(tmp)
+            except FileNotFoundError:
+                pass
+            raise
+
+    def _publish(self, tmp: str, full: str) -> None:
+        if self.durable:
+            _fsync_path(tmp)
+        os.replace(tmp, full)
+        if self.durable:
+            _fsync_path(os.path.dirname(full), os.O_RDONLY | os.O_DIRECTORY)
+
+    def delete(self, path: str, *, missing_ok: bool = False) -> None:
+        try:
+            os.unlink(self._path(path))
+        except (FileNotFoundError, NotADirectoryError):
+            if not missing_ok:
+                raise NotFound(f"no file {path!r} under {self.root!r}") from None
+
+    def delete_folder(self, path: str) -> None:
+        full = self._path(path)
+        if not os.path.isdir(full) or not any(True for _ in self.list_files(path)):
+            raise NotFound(f"nothing stored under {path!r} in {self.root!r}")
+        for dirpath, dirnames, filenames in os.walk(full, topdown=False):
+            for name in filenames:
+                os.unlink(os.path.join(dirpath, name))
+            for name in dirnames:
+                os.rmdir(os.path.join(dirpath, name))
+        os.rmdir(full)
+
+    def list_files(self, path: str) -> Iterator[FileInfo]:
+        full = self._path(path)
+        found: list[FileInfo] = []
+        for dirpath, _dirnames, filenames in os.walk(full):
+            rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
+            for name in filenames:
+                if name.endswith(_LOCK_SUFFIX) and name.startswith("."):
+                    continue
+                try:
+                    size = os.stat(os.path.join(dirpath, name)).st_size
+                except FileNotFoundError:
+                    continue
+                found.append(FileInfo(f"{rel_dir}/{name}", size))
+        yield from sorted(found, key=lambda f: f.path)
+
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        data = self.read_bytes(path)
+        return data, hashlib.sha256(data).hexdigest()
+
+    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+        full = self._path(path)
+        folder, name = os.path.split(full)
+        os.makedirs(folder, exist_ok=True)
+        lock_fd = os.open(os.path.join(folder, f".{name}{_LOCK_SUFFIX}"), os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            try:
+                with open(full, "rb") as f:
+                    current: str | None = hashlib.sha256(f.read()).hexdigest()
+            except FileNotFoundError:
+                current = None
+            if current != expected:
+                raise CommitConflict(
+                    f"{path!r} changed since it was read "
+                    f"({'it now exists' if expected is None else 'its content differs'})"
+                )
+            with self.open_output(path) as out:
+                out.write(data)
+            return hashlib.sha256(data).hexdigest()
+        finally:
+            os.close(lock_fd)  # closing the descriptor releases the flock
+
+    def uri(self, path: str = "") -> str:
+        return Path(self.root, *(path.split("/") if path else [])).as_uri()

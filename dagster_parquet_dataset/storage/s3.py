@@ -1,0 +1,255 @@
+"""``S3Store``: objects in an S3 bucket (AWS or any S3-compatible server).
+
+Object data moves through :class:`pyarrow.fs.S3FileSystem` (streaming
+multipart uploads, ranged reads); commits, listings and deletes go through
+boto3, whose conditional ``PutObject`` (``If-Match`` / ``If-None-Match``)
+gives compare-and-swap. Both clients are built from the same settings and,
+unless credentials are given, from the standard AWS credential chain.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+
+from ..errors import CommitConflict, NotFound, RemoteStoreError
+from .base import Capability, FileInfo, Store, validate_key
+
+_CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
+_MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+
+
+def _error_code(exc: Exception) -> str:
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+class S3Store(Store):
+    """Objects under ``s3://bucket/prefix/``.
+
+    Args:
+        bucket: bucket name.
+        prefix: key prefix that acts as the store root ("" for the bucket root).
+        endpoint_url: an S3-compatible endpoint such as ``http://127.0.0.1:9000``;
+            ``None`` for AWS.
+        region: the bucket's region; defaults to ``AWS_REGION`` /
+            ``AWS_DEFAULT_REGION`` or ``us-east-1``.
+        aws_access_key_id, aws_secret_access_key, aws_session_token: explicit
+            credentials; when omitted both clients use the AWS credential chain.
+        max_pool_connections: size of boto3's connection pool.
+
+    Clients are created on first use and dropped when pickled, so the store
+    can be shipped to worker processes and Spark executors.
+    """
+
+    capabilities = frozenset(Capability)
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str = "",
+        *,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        aws_access_key_id: str | None = None,
+        aws_secret_access_key: str | None = None,
+        aws_session_token: str | None = None,
+        max_pool_connections: int = 32,
+    ) -> None:
+        if not bucket or "/" in bucket:
+            raise ValueError(f"bucket must be a bare bucket name, got {bucket!r}")
+        prefix = prefix.strip("/")
+        if prefix:
+            validate_key(prefix, what="prefix")
+        self.bucket = bucket
+        self.prefix = prefix
+        self.endpoint_url = endpoint_url
+        self.region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        self.aws_access_key_id = aws_access_key_id
+        self.aws_secret_access_key = aws_secret_access_key
+        self.aws_session_token = aws_session_token
+        self.max_pool_connections = max_pool_connections
+        self._init_lock = threading.Lock()
+        self._client_obj: Any = None
+        self._fs_obj: pafs.S3FileSystem | None = None
+
+    def __repr__(self) -> str:
+        where = f" at {self.endpoint_url}" if self.endpoint_url else ""
+        return f"S3Store('s3://{self.bucket}/{self.prefix}'{where})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_init_lock"] = None
+        state["_client_obj"] = None
+        state["_fs_obj"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_lock = threading.Lock()
+
+    @property
+    def _client(self) -> Any:
+        if self._client_obj is None:
+            with self._init_lock:
+                if self._client_obj is None:
+                    try:
+                        import boto3
+                        from botocore.config import Config
+                    except ImportError as exc:  # pragma: no cover - depends on install
+                        raise ImportError(
+                            "S3Store needs boto3: pip install 'dagster-parquet-dataset[s3]'"
+                        ) from exc
+                    self._client_obj = boto3.session.Session().client(
+                        "s3",
+                        endpoint_url=self.endpoint_url,
+                        region_name=self.region,
+                        aws_access_key_id=self.aws_access_key_id,
+                        aws_secret_access_key=self.aws_secret_access_key,
+                        aws_session_token=self.aws_session_token,
+                        config=Config(
+                            max_pool_connections=self.max_pool_connections,
+                            retries={"mode": "standard"},
+                        ),
+                    )
+        return self._client_obj
+
+    @property
+    def _fs(self) -> pafs.S3FileSystem:
+        if self._fs_obj is None:
+            with self._init_lock:
+                if self._fs_obj is None:
+                    kwargs: dict[str, Any] = {"region": self.region}
+                    if self.endpoint_url:
+                        parsed = urlparse(self.endpoint_url)
+                        if parsed.scheme and parsed.netloc:
+                            kwargs["endpoint_override"] = parsed.netloc + parsed.path.rstrip("/")
+                            kwargs["scheme"] = parsed.scheme
+                        else:
+                            kwargs["endpoint_override"] = self.endpoint_url
+                    if self.aws_access_key_id:
+                        kwargs["access_key"] = self.aws_access_key_id
+                        kwargs["secret_key"] = self.aws_secret_access_key
+                        if self.aws_session_token:
+                            kwargs["session_token"] = self.aws_session_token
+                    self._fs_obj = pafs.S3FileSystem(**kwargs)
+        return self._fs_obj
+
+    def _key(self, path: str) -> str:
+        validate_key(path, what="path")
+        return f"{self.prefix}/{path}" if self.prefix else path
+
+    def _rel(self, key: str) -> str:
+        return key[len(self.prefix) + 1 :] if self.prefix else key
+
+    def exists(self, path: str) -> bool:
+        try:
+            self.size(path)
+            return True
+        except NotFound:
+            return False
+
+    def size(self, path: str) -> int:
+        try:
+            response = self._client.head_object(Bucket=self.bucket, Key=self._key(path))
+        except Exception as exc:
+            if _error_code(exc) in _MISSING_CODES:
+                raise NotFound(f"no object {path!r} in {self!r}") from None
+            raise
+        return int(response["ContentLength"])
+
+    def _get(self, path: str) -> tuple[bytes, str]:
+        try:
+            response = self._client.get_object(Bucket=self.bucket, Key=self._key(path))
+        except Exception as exc:
+            if _error_code(exc) in _MISSING_CODES:
+                raise NotFound(f"no object {path!r} in {self!r}") from None
+            raise
+        return response["Body"].read(), response["ETag"]
+
+    def read_bytes(self, path: str) -> bytes:
+        return self._get(path)[0]
+
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        return self._get(path)
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        try:
+            return self._fs.open_input_file(f"{self.bucket}/{self._key(path)}")
+        except FileNotFoundError:
+            raise NotFound(f"no object {path!r} in {self!r}") from None
+
+    @contextmanager
+    def open_output(self, path: str) -> Iterator[pa.NativeFile]:
+        key = self._key(path)
+        # The object becomes visible only when the upload completes on close.
+        sink = self._fs.open_output_stream(f"{self.bucket}/{key}")
+        try:
+            yield sink
+        except BaseException:
+            # pyarrow cannot abort an upload; publishing the partial object and
+            # deleting it is the best it allows. Parts are only ever visible
+            # through a manifest, so a leftover is never read.
+            try:
+                sink.close()
+            finally:
+                self._client.delete_object(Bucket=self.bucket, Key=key)
+            raise
+        sink.close()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data)
+
+    def delete(self, path: str, *, missing_ok: bool = False) -> None:
+        if not missing_ok and not self.exists(path):
+            raise NotFound(f"no object {path!r} in {self!r}")
+        self._client.delete_object(Bucket=self.bucket, Key=self._key(path))
+
+    def delete_folder(self, path: str) -> None:
+        keys = [self._key(f.path) for f in self.list_files(path)]
+        if not keys:
+            raise NotFound(f"nothing stored under {path!r} in {self!r}")
+        for start in range(0, len(keys), 1000):
+            batch = keys[start : start + 1000]
+            response = self._client.delete_objects(
+                Bucket=self.bucket,
+                Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+            )
+            if response.get("Errors"):
+                first = response["Errors"][0]
+                raise RemoteStoreError(
+                    f"S3 refused to delete {len(response['Errors'])} objects under {path!r}, "
+                    f"first {first.get('Key')!r}: {first.get('Message')}"
+                )
+
+    def list_files(self, path: str) -> Iterator[FileInfo]:
+        paginator = self._client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(path) + "/"):
+            for obj in page.get("Contents", []):
+                yield FileInfo(self._rel(obj["Key"]), obj["Size"])
+
+    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+        condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
+        try:
+            response = self._client.put_object(
+                Bucket=self.bucket, Key=self._key(path), Body=data, **condition
+            )
+        except Exception as exc:
+            if _error_code(exc) in _CONFLICT_CODES:
+                raise CommitConflict(
+                    f"{path!r} changed since it was read "
+                    f"({'it now exists' if expected is None else 'its ETag differs'})"
+                ) from None
+            raise
+        return str(response["ETag"])
+
+    def uri(self, path: str = "") -> str:
+        key = self._key(path) if path else self.prefix
+        return f"s3://{self.bucket}/{key}" if key else f"s3://{self.bucket}"

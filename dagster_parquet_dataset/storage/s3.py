@@ -1,17 +1,22 @@
 """``S3Store``: objects in an S3 bucket (AWS or any S3-compatible server).
 
-Object data moves through :class:`pyarrow.fs.S3FileSystem` (streaming
-multipart uploads, ranged reads); commits, listings and deletes go through
-boto3, whose conditional ``PutObject`` (``If-Match`` / ``If-None-Match``)
-gives compare-and-swap. Both clients are built from the same settings and,
-unless credentials are given, from the standard AWS credential chain.
+Reads go through :class:`pyarrow.fs.S3FileSystem` (ranged reads, so unread
+Parquet columns are never downloaded). Writes stream through a boto3
+multipart upload that is completed on success and aborted on failure, so an
+object is replaced whole or not at all (pyarrow's own output stream cannot be
+aborted from Python). Commits use boto3's conditional ``PutObject``
+(``If-Match`` / ``If-None-Match``) as compare-and-swap. Both clients are
+built from the same settings and, unless credentials are given, from the
+standard AWS credential chain.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import threading
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlparse
@@ -44,6 +49,8 @@ class S3Store(Store):
         aws_access_key_id, aws_secret_access_key, aws_session_token: explicit
             credentials; when omitted both clients use the AWS credential chain.
         max_pool_connections: size of boto3's connection pool.
+        part_size: bytes buffered per multipart-upload part when streaming a
+            write (at least 5 MiB); memory per open write is about two parts.
 
     Clients are created on first use and dropped when pickled, so the store
     can be shipped to worker processes and Spark executors.
@@ -62,6 +69,7 @@ class S3Store(Store):
         aws_secret_access_key: str | None = None,
         aws_session_token: str | None = None,
         max_pool_connections: int = 32,
+        part_size: int = 16 * 1024 * 1024,
     ) -> None:
         if not bucket or "/" in bucket:
             raise ValueError(f"bucket must be a bare bucket name, got {bucket!r}")
@@ -76,6 +84,9 @@ class S3Store(Store):
         self.aws_secret_access_key = aws_secret_access_key
         self.aws_session_token = aws_session_token
         self.max_pool_connections = max_pool_connections
+        if part_size < 5 * 1024 * 1024:
+            raise ValueError("part_size must be at least 5 MiB (the S3 minimum for multipart uploads)")
+        self.part_size = part_size
         self._init_lock = threading.Lock()
         self._client_obj: Any = None
         self._fs_obj: pafs.S3FileSystem | None = None
@@ -188,21 +199,17 @@ class S3Store(Store):
 
     @contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
-        key = self._key(path)
-        # The object becomes visible only when the upload completes on close.
-        sink = self._fs.open_output_stream(f"{self.bucket}/{key}")
+        # boto3 rather than pyarrow here: pyarrow cannot abort an upload from
+        # Python (its destructor completes it), which would publish a partial
+        # object over the previous one. _Upload aborts the multipart upload.
+        upload = _Upload(self._client, self.bucket, self._key(path), self.part_size)
+        sink = pa.PythonFile(upload, mode="w")
         try:
             yield sink
         except BaseException:
-            # pyarrow cannot abort an upload; publishing the partial object and
-            # deleting it is the best it allows. Parts are only ever visible
-            # through a manifest, so a leftover is never read.
-            try:
-                sink.close()
-            finally:
-                self._client.delete_object(Bucket=self.bucket, Key=key)
+            upload.abort()
             raise
-        sink.close()
+        upload.complete()
 
     def write_bytes(self, path: str, data: bytes) -> None:
         self._client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data)
@@ -253,3 +260,100 @@ class S3Store(Store):
     def uri(self, path: str = "") -> str:
         key = self._key(path) if path else self.prefix
         return f"s3://{self.bucket}/{key}" if key else f"s3://{self.bucket}"
+
+
+class _Upload(io.RawIOBase):
+    """A write-only stream that uploads to one S3 key, visible only on :meth:`complete`.
+
+    Data is buffered into ``part_size`` chunks; each full chunk is uploaded as a
+    multipart part while the caller keeps writing (one upload in flight). A
+    write smaller than one chunk becomes a single ``PutObject``.
+    """
+
+    def __init__(self, client: Any, bucket: str, key: str, part_size: int) -> None:
+        super().__init__()
+        self._client = client
+        self._bucket = bucket
+        self._key = key
+        self._part_size = part_size
+        self._buffer = bytearray()
+        self._position = 0
+        self._upload_id: str | None = None
+        self._parts: list[dict[str, Any]] = []
+        self._pending: Future[dict[str, Any]] | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self._buffer += view
+        self._position += len(view)
+        while len(self._buffer) >= self._part_size:
+            chunk = bytes(self._buffer[: self._part_size])
+            del self._buffer[: self._part_size]
+            self._send(chunk)
+        return len(view)
+
+    def _send(self, chunk: bytes) -> None:
+        if self._upload_id is None:
+            response = self._client.create_multipart_upload(Bucket=self._bucket, Key=self._key)
+            self._upload_id = response["UploadId"]
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="s3-upload")
+        self._wait()
+        number = len(self._parts) + 1
+        assert self._pool is not None
+        self._pending = self._pool.submit(self._upload_part, number, chunk)
+
+    def _upload_part(self, number: int, chunk: bytes) -> dict[str, Any]:
+        response = self._client.upload_part(
+            Bucket=self._bucket, Key=self._key, UploadId=self._upload_id, PartNumber=number, Body=chunk
+        )
+        return {"PartNumber": number, "ETag": response["ETag"]}
+
+    def _wait(self) -> None:
+        if self._pending is not None:
+            self._parts.append(self._pending.result())
+            self._pending = None
+
+    def complete(self) -> None:
+        try:
+            if self._upload_id is None:
+                self._client.put_object(Bucket=self._bucket, Key=self._key, Body=bytes(self._buffer))
+                return
+            if self._buffer:
+                self._send(bytes(self._buffer))
+                self._buffer.clear()
+            self._wait()
+            self._client.complete_multipart_upload(
+                Bucket=self._bucket,
+                Key=self._key,
+                UploadId=self._upload_id,
+                MultipartUpload={"Parts": self._parts},
+            )
+        except BaseException:
+            self.abort()
+            raise
+        finally:
+            self._shutdown()
+
+    def abort(self) -> None:
+        try:
+            if self._pending is not None:
+                self._pending.exception()  # let the in-flight part finish before aborting
+                self._pending = None
+            if self._upload_id is not None:
+                self._client.abort_multipart_upload(Bucket=self._bucket, Key=self._key, UploadId=self._upload_id)
+                self._upload_id = None
+        finally:
+            self._buffer.clear()
+            self._shutdown()
+
+    def _shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None

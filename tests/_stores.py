@@ -1,0 +1,113 @@
+"""Store wrappers for tests: real stores underneath, with call counting and crash injection."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pyarrow as pa
+
+from dagster_parquet_dataset import Capability, Store
+from dagster_parquet_dataset.storage.base import FileInfo
+
+
+class InjectedCrash(RuntimeError):
+    """Raised by :class:`CrashingStore` at the chosen call, standing in for a crash."""
+
+
+class WrappingStore(Store):
+    """Delegates every call to ``inner``; subclasses hook :meth:`_before`."""
+
+    def __init__(self, inner: Store, capabilities: frozenset[Capability] | None = None) -> None:
+        self.inner = inner
+        self.capabilities = inner.capabilities if capabilities is None else capabilities
+        self.calls: Counter[str] = Counter()
+        self.log: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_lock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def _before(self, op: str, path: str) -> None:
+        with self._lock:
+            self.calls[op] += 1
+            self.log.append((op, path))
+
+    def exists(self, path: str) -> bool:
+        self._before("exists", path)
+        return self.inner.exists(path)
+
+    def size(self, path: str) -> int:
+        self._before("size", path)
+        return self.inner.size(path)
+
+    def read_bytes(self, path: str) -> bytes:
+        self._before("read_bytes", path)
+        return self.inner.read_bytes(path)
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        self._before("open_input", path)
+        return self.inner.open_input(path)
+
+    @contextmanager
+    def open_output(self, path: str) -> Iterator[pa.NativeFile]:
+        self._before("open_output", path)
+        with self.inner.open_output(path) as sink:
+            yield sink
+            # A crash here is a crash mid-stream: the inner write is abandoned.
+            self._before("open_output:close", path)
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self._before("write_bytes", path)
+        self.inner.write_bytes(path, data)
+
+    def delete(self, path: str, *, missing_ok: bool = False) -> None:
+        self._before("delete", path)
+        self.inner.delete(path, missing_ok=missing_ok)
+
+    def delete_folder(self, path: str) -> None:
+        self._before("delete_folder", path)
+        self.inner.delete_folder(path)
+
+    def list_files(self, path: str) -> Iterator[FileInfo]:
+        self._before("list_files", path)
+        return self.inner.list_files(path)
+
+    def read_versioned(self, path: str) -> tuple[bytes, str]:
+        self._before("read_versioned", path)
+        return self.inner.read_versioned(path)
+
+    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+        self._before("write_if", path)
+        return self.inner.write_if(path, data, expected=expected)
+
+    def uri(self, path: str = "") -> str:
+        return self.inner.uri(path)
+
+
+class CrashingStore(WrappingStore):
+    """Raises :class:`InjectedCrash` at the ``crash_at``-th store call (1-based)."""
+
+    def __init__(self, inner: Store, crash_at: int) -> None:
+        super().__init__(inner)
+        self.crash_at = crash_at
+        self.count = 0
+        self.crashed = False
+
+    def _before(self, op: str, path: str) -> None:
+        super()._before(op, path)
+        with self._lock:
+            self.count += 1
+            hit = self.count == self.crash_at
+        if hit:
+            self.crashed = True
+            raise InjectedCrash(f"injected crash at call {self.crash_at}: {op} {path}")

@@ -1,0 +1,449 @@
+"""Type handlers: one class per Python type the IO manager writes and reads.
+
+The IO manager maps Dagster context to dataset keys and nothing else; how a
+value becomes a dataset (and back) is a :class:`TypeHandler`'s job. Built in:
+
+* :class:`ArrowTableHandler`           ``pyarrow.Table``
+* :class:`RecordBatchReaderHandler`    ``pyarrow.RecordBatchReader`` (streamed on write)
+* :class:`PandasDataFrameHandler`      ``pandas.DataFrame`` (the index round-trips)
+* :class:`PolarsDataFrameHandler`      ``polars.DataFrame`` (when polars is installed)
+* :class:`PolarsLazyFrameHandler`      ``polars.LazyFrame`` (when polars is installed)
+
+Handlers for libraries that are slow to import or optional (Spark) are listed
+in :data:`OPTIONAL_HANDLERS` and imported only when no built-in handler fits.
+"""
+
+from __future__ import annotations
+
+import abc
+import importlib
+import json
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import pyarrow as pa
+
+from ..dataset import DatasetManifest, ParquetDatasetStore
+
+if TYPE_CHECKING:
+    from dagster import InputContext, OutputContext
+
+#: Manifest metadata keys the IO manager writes (all values are strings).
+PYTHON_TYPE_KEY = "dagster.python_type"
+ASSET_KEY_KEY = "dagster.asset_key"
+PARTITION_KEY_KEY = "dagster.partition_key"
+PARTITION_DIMENSION_PREFIX = "dagster.partition."
+STEP_KEY_KEY = "dagster.step_key"
+OUTPUT_NAME_KEY = "dagster.output_name"
+
+
+class TypeHandler(abc.ABC):
+    """How one Python type is written as a dataset and read back.
+
+    A handler gets the :class:`ParquetDatasetStore` and the dataset key the IO
+    manager chose; it must write with ``overwrite=True`` (a re-materialization
+    replaces the previous version) and pass ``run_id`` and ``metadata`` through
+    to the manifest unchanged.
+
+    **Adding a type** (this is the hook the Spark layer uses): subclass
+    ``TypeHandler``, set :attr:`type_name`, implement :meth:`handles`,
+    :meth:`write`, :meth:`read` and :meth:`combine`, then either
+
+    * pass an instance to :class:`HandlerRegistry` (``RemoteStoreIOManager``
+      uses :func:`default_registry`), or
+    * for an optional dependency, add ``(type_name, module, class_name)`` to
+      :data:`OPTIONAL_HANDLERS`. The registry imports ``module`` only when no
+      built-in handler fits the type at hand (or a manifest names
+      ``type_name``), and treats a ``ModuleNotFoundError`` for the module or
+      its third-party dependency as "not installed".
+
+    The Spark handler is expected at
+    ``dagster_parquet_dataset.spark.handler.SparkDataFrameHandler`` with a
+    no-argument constructor; it obtains its ``SparkSession`` itself (for
+    example ``SparkSession.getActiveSession()``).
+    """
+
+    #: Recorded in the manifest (``dagster.python_type``) and used to load an
+    #: unannotated input as the type that was written, e.g. ``"pandas.DataFrame"``.
+    type_name: ClassVar[str]
+
+    @abc.abstractmethod
+    def handles(self, python_type: type) -> bool:
+        """Whether this handler writes and reads ``python_type`` (a class, never ``Any``)."""
+
+    @abc.abstractmethod
+    def write(
+        self,
+        context: OutputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        obj: Any,
+        *,
+        run_id: str | None,
+        metadata: dict[str, str],
+    ) -> DatasetManifest:
+        """Write ``obj`` as dataset ``key`` (overwriting) and return the committed manifest.
+
+        Raises:
+            TypeError: ``obj`` cannot be converted to Arrow; the message names why.
+            RemoteStoreError: the dataset layer failed (see ``write_dataset``).
+        """
+
+    @abc.abstractmethod
+    def read(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        *,
+        columns: Sequence[str] | None,
+    ) -> Any:
+        """Read dataset ``key`` (only ``columns`` when given) as this handler's type.
+
+        Raises:
+            DatasetNotFound: nothing is stored under ``key``.
+            DatasetIncomplete: the dataset is incomplete or damaged.
+            ValueError: a requested column does not exist.
+        """
+
+    @abc.abstractmethod
+    def combine(self, objs: Sequence[Any]) -> Any:
+        """Concatenate several partitions (in order) into one object of this type.
+
+        Raises:
+            ValueError: the partitions' schemas cannot be concatenated.
+        """
+
+
+def _is_subclass(python_type: type, module: str, attr: str) -> bool:
+    """Whether ``python_type`` subclasses ``module.attr``, without importing ``module``.
+
+    A subclass of a class of ``module`` can only exist once ``module`` is
+    imported, so a module that is not loaded means "no".
+    """
+    mod = sys.modules.get(module)
+    cls = getattr(mod, attr, None) if mod is not None else None
+    return isinstance(python_type, type) and isinstance(cls, type) and issubclass(python_type, cls)
+
+
+def _concat_arrow(tables: Sequence[pa.Table]) -> pa.Table:
+    try:
+        return pa.concat_tables(tables, promote_options="default")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise ValueError(f"the partitions' schemas cannot be concatenated: {exc}") from None
+
+
+class ArrowConvertingHandler(TypeHandler):
+    """A handler whose type converts to and from Arrow in this process.
+
+    Subclasses implement :meth:`to_arrow` and :meth:`from_arrow`; writing and
+    reading go through ``write_dataset`` / ``read_dataset``.
+    """
+
+    @abc.abstractmethod
+    def to_arrow(self, obj: Any) -> pa.Table | pa.RecordBatchReader:
+        """Convert ``obj`` for ``write_dataset``.
+
+        Raises:
+            TypeError: ``obj`` cannot be represented in Arrow.
+        """
+
+    @abc.abstractmethod
+    def from_arrow(self, table: pa.Table) -> Any:
+        """Convert a table read from the store to this handler's type."""
+
+    def write(
+        self,
+        context: OutputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        obj: Any,
+        *,
+        run_id: str | None,
+        metadata: dict[str, str],
+    ) -> DatasetManifest:
+        return datasets.write_dataset(self.to_arrow(obj), key, overwrite=True, run_id=run_id, metadata=metadata)
+
+    def read(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        *,
+        columns: Sequence[str] | None,
+    ) -> Any:
+        return self.from_arrow(datasets.read_dataset(key, columns=columns))
+
+
+class ArrowTableHandler(ArrowConvertingHandler):
+    """``pyarrow.Table``, written and read as is."""
+
+    type_name = "pyarrow.Table"
+
+    def handles(self, python_type: type) -> bool:
+        return isinstance(python_type, type) and issubclass(python_type, pa.Table)
+
+    def to_arrow(self, obj: Any) -> pa.Table:
+        return obj  # type: ignore[no-any-return]
+
+    def from_arrow(self, table: pa.Table) -> pa.Table:
+        return table
+
+    def combine(self, objs: Sequence[Any]) -> pa.Table:
+        return _concat_arrow(objs)
+
+
+class RecordBatchReaderHandler(ArrowConvertingHandler):
+    """``pyarrow.RecordBatchReader``: an output is streamed part by part, never held whole.
+
+    Loading returns a reader over the table the dataset layer reads (reads are
+    not streamed: ``ParquetDatasetStore`` has no streaming read yet).
+    """
+
+    type_name = "pyarrow.RecordBatchReader"
+
+    def handles(self, python_type: type) -> bool:
+        return isinstance(python_type, type) and issubclass(python_type, pa.RecordBatchReader)
+
+    def to_arrow(self, obj: Any) -> pa.RecordBatchReader:
+        return obj  # type: ignore[no-any-return]
+
+    def from_arrow(self, table: pa.Table) -> pa.RecordBatchReader:
+        return table.to_reader()
+
+    def combine(self, objs: Sequence[Any]) -> pa.RecordBatchReader:
+        return _concat_arrow([r.read_all() for r in objs]).to_reader()
+
+
+class PandasDataFrameHandler(ArrowConvertingHandler):
+    """``pandas.DataFrame``; the index (named, multi-level or a range) round-trips.
+
+    The DataFrame goes through ``pyarrow.Table.from_pandas`` with
+    ``preserve_index=None``: a non-default index is stored as columns and a
+    ``RangeIndex`` as metadata only, and pyarrow's pandas metadata restores
+    either on load. A column projection keeps the index columns.
+    """
+
+    type_name = "pandas.DataFrame"
+
+    def handles(self, python_type: type) -> bool:
+        return _is_subclass(python_type, "pandas", "DataFrame")
+
+    def to_arrow(self, obj: Any) -> pa.Table:
+        try:
+            return pa.Table.from_pandas(obj, preserve_index=None)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise TypeError(f"cannot store this pandas.DataFrame as Parquet: {exc}") from None
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        return table.to_pandas()
+
+    def read(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        *,
+        columns: Sequence[str] | None,
+    ) -> Any:
+        if columns is not None and not isinstance(columns, (str, bytes)):
+            columns = self._with_index_columns(datasets, key, list(columns))
+        return super().read(context, datasets, key, columns=columns)
+
+    @staticmethod
+    def _with_index_columns(datasets: ParquetDatasetStore, key: str, columns: list[str]) -> list[str]:
+        schema = datasets.read_manifest(key).schema
+        raw = (schema.metadata or {}).get(b"pandas") if schema is not None else None
+        if raw is None:
+            return columns
+        try:
+            index_columns = json.loads(raw).get("index_columns", [])
+        except ValueError:
+            return columns
+        extra = [c for c in index_columns if isinstance(c, str) and c not in columns]
+        return columns + extra
+
+    def combine(self, objs: Sequence[Any]) -> Any:
+        import pandas as pd
+
+        try:
+            return pd.concat(list(objs))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the partitions cannot be concatenated: {exc}") from None
+
+
+class PolarsDataFrameHandler(ArrowConvertingHandler):
+    """``polars.DataFrame``."""
+
+    type_name = "polars.DataFrame"
+
+    def handles(self, python_type: type) -> bool:
+        return _is_subclass(python_type, "polars", "DataFrame")
+
+    def to_arrow(self, obj: Any) -> pa.Table:
+        return obj.to_arrow()  # type: ignore[no-any-return]
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        import polars as pl
+
+        return pl.from_arrow(table)
+
+    def combine(self, objs: Sequence[Any]) -> Any:
+        import polars as pl
+
+        try:
+            return pl.concat(list(objs), how="vertical_relaxed")
+        except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
+            raise ValueError(f"the partitions cannot be concatenated: {exc}") from None
+
+
+class PolarsLazyFrameHandler(ArrowConvertingHandler):
+    """``polars.LazyFrame``: collected on write, returned lazy on load."""
+
+    type_name = "polars.LazyFrame"
+
+    def handles(self, python_type: type) -> bool:
+        return _is_subclass(python_type, "polars", "LazyFrame")
+
+    def to_arrow(self, obj: Any) -> pa.Table:
+        return obj.collect().to_arrow()  # type: ignore[no-any-return]
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        import polars as pl
+
+        return pl.from_arrow(table).lazy()  # type: ignore[union-attr]
+
+    def combine(self, objs: Sequence[Any]) -> Any:
+        import polars as pl
+
+        return pl.concat(list(objs), how="vertical_relaxed")
+
+
+#: Handlers imported on first need: ``(type_name, module, class_name)``.
+OPTIONAL_HANDLERS: tuple[tuple[str, str, str], ...] = (
+    ("pyspark.sql.DataFrame", "dagster_parquet_dataset.spark.handler", "SparkDataFrameHandler"),
+)
+
+
+def builtin_handlers() -> list[TypeHandler]:
+    """The handlers that need nothing beyond pyarrow (pandas and polars are imported on use)."""
+    return [
+        ArrowTableHandler(),
+        RecordBatchReaderHandler(),
+        PandasDataFrameHandler(),
+        PolarsDataFrameHandler(),
+        PolarsLazyFrameHandler(),
+    ]
+
+
+def _is_missing_dependency(exc: ModuleNotFoundError, module: str) -> bool:
+    """Whether ``exc`` means "``module`` or a third-party dependency of it is not installed".
+
+    A missing module inside this package (other than ``module`` itself or its
+    parent packages) is a bug, not an absent extra, and is not swallowed.
+    """
+    missing = exc.name or ""
+    if missing == module or module.startswith(missing + "."):
+        return True
+    return missing.split(".")[0] != "dagster_parquet_dataset"
+
+
+class HandlerRegistry:
+    """Picks the handler for a Python type or for a recorded ``type_name``.
+
+    Built-in handlers are tried first, in order; :data:`OPTIONAL_HANDLERS`
+    are imported only when none fits, once per registry.
+    """
+
+    def __init__(
+        self,
+        handlers: Sequence[TypeHandler] | None = None,
+        optional: Sequence[tuple[str, str, str]] = OPTIONAL_HANDLERS,
+    ) -> None:
+        self._handlers: list[TypeHandler] = list(handlers) if handlers is not None else builtin_handlers()
+        self._optional = list(optional)
+        self._optional_loaded = not self._optional
+        self._unavailable: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def _load_optional(self) -> None:
+        with self._lock:
+            if self._optional_loaded:
+                return
+            for type_name, module, class_name in self._optional:
+                try:
+                    mod = importlib.import_module(module)
+                except ModuleNotFoundError as exc:
+                    if not _is_missing_dependency(exc, module):
+                        raise
+                    self._unavailable[type_name] = f"{exc.name} is not installed"
+                    continue
+                cls = getattr(mod, class_name, None)
+                if cls is None:
+                    self._unavailable[type_name] = f"{module} has no {class_name}"
+                    continue
+                self._handlers.append(cls())
+            self._optional_loaded = True
+
+    def handlers(self) -> list[TypeHandler]:
+        """Every available handler, importing the optional ones."""
+        self._load_optional()
+        return list(self._handlers)
+
+    def for_type(self, python_type: type) -> TypeHandler | None:
+        """The first handler that handles ``python_type``, or ``None``."""
+        for handler in self._handlers:
+            if handler.handles(python_type):
+                return handler
+        if not self._optional_loaded:
+            self._load_optional()
+            for handler in self._handlers:
+                if handler.handles(python_type):
+                    return handler
+        return None
+
+    def for_name(self, type_name: str) -> TypeHandler | None:
+        """The handler whose :attr:`TypeHandler.type_name` is ``type_name``, or ``None``."""
+        for handler in self._handlers:
+            if handler.type_name == type_name:
+                return handler
+        if any(name == type_name for name, _m, _c in self._optional):
+            self._load_optional()
+            for handler in self._handlers:
+                if handler.type_name == type_name:
+                    return handler
+        return None
+
+    def describe_supported(self) -> str:
+        """Human-readable list of supported types, for error messages."""
+        names = [h.type_name for h in self._handlers]
+        for type_name, _module, _cls in self._optional:
+            if type_name in names:
+                continue
+            reason = self._unavailable.get(type_name)
+            names.append(f"{type_name} ({reason})" if reason else f"{type_name} (if installed)")
+        return ", ".join(names)
+
+    def unavailable_reason(self, type_name: str) -> str | None:
+        """Why an optional handler could not be loaded, if it was tried."""
+        return self._unavailable.get(type_name)
+
+
+_DEFAULT: HandlerRegistry | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_registry() -> HandlerRegistry:
+    """The process-wide registry of the built-in and optional handlers."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = HandlerRegistry()
+        return _DEFAULT
+
+
+def default_handlers() -> list[TypeHandler]:
+    """Every handler available in this process (built-in plus importable optional ones)."""
+    return default_registry().handlers()

@@ -1,0 +1,504 @@
+"""``RemoteStoreIOManager``: every asset and op output as a committed Parquet dataset.
+
+The IO manager only maps Dagster context to dataset keys (:mod:`.keys`) and
+picks a type handler (:mod:`.handlers`); the dataset layer does the I/O and
+gives the guarantees (atomic commits, verified reads).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import types
+import typing
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from dagster import (
+    ConfigurableIOManager,
+    InitResourceContext,
+    InputContext,
+    MetadataValue,
+    MultiPartitionKey,
+    MultiPartitionsDefinition,
+    OutputContext,
+    TableColumn,
+    TableSchema,
+)
+from dagster._core.errors import DagsterInvariantViolationError
+from pydantic import PrivateAttr
+
+from ..dataset import DatasetManifest, ParquetDatasetStore
+from ..errors import DatasetIncomplete, DatasetNotFound, NotFound, RemoteStoreError
+from . import keys as keys_mod
+from .handlers import (
+    ASSET_KEY_KEY,
+    OUTPUT_NAME_KEY,
+    PARTITION_DIMENSION_PREFIX,
+    PARTITION_KEY_KEY,
+    PYTHON_TYPE_KEY,
+    STEP_KEY_KEY,
+    HandlerRegistry,
+    TypeHandler,
+    default_registry,
+)
+from .resources import StoreResource
+
+#: Threads reading partitions at once when an input spans several.
+_PARTITION_READ_THREADS = 8
+
+#: Handler used for an unannotated input whose manifest records no Python type.
+_FALLBACK_TYPE_NAME = "pyarrow.Table"
+
+
+class UnsupportedTypeError(RemoteStoreError, TypeError):
+    """No type handler writes or reads the given Python type; the message lists the supported ones."""
+
+
+class ProcessLocalStoreError(RemoteStoreError, RuntimeError):
+    """A store that lives in one process's memory is used by an executor that runs steps in other processes."""
+
+
+def _strip_optional(tp: Any) -> tuple[Any, bool]:
+    """``Optional[X]`` -> ``(X, True)``; anything else -> ``(tp, False)``."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1 and len(args) < len(typing.get_args(tp)):
+            return args[0], True
+    return tp, False
+
+
+def _is_any(tp: Any) -> bool:
+    return tp is Any or tp is object or tp is None
+
+
+_DICT_ORIGINS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
+
+
+def _type_label(tp: Any) -> str:
+    if isinstance(tp, type):
+        return f"{tp.__module__}.{tp.__qualname__}"
+    return repr(tp)
+
+
+class RemoteStoreIOManager(ConfigurableIOManager):
+    """Stores every asset and op output as a Parquet dataset on a store.
+
+    Usage::
+
+        Definitions(
+            assets=[...],
+            resources={"io_manager": RemoteStoreIOManager(store=LocalStoreResource(root="data"))},
+        )
+
+    Dataset keys follow DESIGN.md "Dagster mapping": asset ``["a", "b"]`` ->
+    ``a/b``; partition ``p`` -> ``a/b/p``; a multi-dimension partition ->
+    ``a/b/<v1>/<v2>`` (values ordered by sorted dimension name); an op output
+    -> ``<run_id>/<step_key>/<output_name>``; ``prefix`` goes in front. Every
+    value is escaped so it stays inside its folder.
+
+    The Python type of an output picks its handler (``pyarrow.Table``,
+    ``pyarrow.RecordBatchReader``, ``pandas.DataFrame``, ``polars.DataFrame``,
+    ``polars.LazyFrame``, and ``pyspark.sql.DataFrame`` once the Spark layer is
+    installed); an input's annotation picks how it is loaded, and an
+    unannotated input is loaded as the type that was written. An input
+    annotated ``dict[str, T]`` over several partitions gets one ``T`` per
+    partition key; otherwise partitions are concatenated in order.
+
+    Input metadata (``AssetIn(metadata=...)`` / ``In(metadata=...)``):
+    ``columns`` (list of column names to load) and ``allow_missing_partitions``
+    (skip partitions that were never written instead of failing).
+
+    Attributes:
+        store: the store resource (``LocalStoreResource``, ``S3StoreResource``,
+            ``InMemoryStoreResource``).
+        prefix: folder in the store under which every dataset key goes.
+        compression: Parquet codec (``zstd``, ``snappy``, ``gzip``, ``brotli``, ``lz4``, ``none``).
+        row_group_size: rows per Parquet row group (pyarrow's default when unset).
+        max_rows_per_file: split outputs into parts of at most this many rows.
+    """
+
+    store: StoreResource
+    prefix: str = ""
+    compression: str = "zstd"
+    row_group_size: int | None = None
+    max_rows_per_file: int | None = None
+
+    _datasets: ParquetDatasetStore | None = PrivateAttr(default=None)
+    _prefix: str | None = PrivateAttr(default=None)
+
+    # ------------------------------------------------------------------ setup
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Check the configuration before any step runs (no I/O).
+
+        Raises:
+            ValueError / TypeError: a bad ``prefix``, ``compression``, ``row_group_size``
+                or ``max_rows_per_file``; the message names it.
+        """
+        self._dataset_store()
+
+    def _dataset_store(self) -> ParquetDatasetStore:
+        if self._datasets is None:
+            self._prefix = keys_mod.normalize_prefix(self.prefix)
+            self._datasets = ParquetDatasetStore(
+                self.store.get_store(),
+                compression=self.compression,
+                row_group_size=self.row_group_size,
+                max_rows_per_file=self.max_rows_per_file,
+            )
+        return self._datasets
+
+    @property
+    def datasets(self) -> ParquetDatasetStore:
+        """The :class:`ParquetDatasetStore` every output goes through."""
+        return self._dataset_store()
+
+    @property
+    def registry(self) -> HandlerRegistry:
+        """The type handlers in use (built-in plus optional, e.g. Spark)."""
+        return default_registry()
+
+    def _check_executor(self, context: InputContext | OutputContext) -> None:
+        """Refuse a process-local store under an executor that runs steps in other processes.
+
+        Raises:
+            ProcessLocalStoreError: ``store`` is an ``InMemoryStoreResource`` and the run's
+                executor is not the in-process executor.
+        """
+        if not type(self.store).process_local:
+            return
+        try:
+            executor = context.step_context.executor
+        except (DagsterInvariantViolationError, AttributeError):
+            return  # a context built by hand, outside a run: one process by definition
+        try:
+            from dagster._core.executor.in_process import InProcessExecutor
+
+            in_process = isinstance(executor, InProcessExecutor)
+        except ImportError:  # pragma: no cover - dagster moved it
+            in_process = type(executor).__name__ == "InProcessExecutor"
+        if not in_process:
+            raise ProcessLocalStoreError(
+                f"{type(self.store).__name__} keeps datasets in one process's memory, but this run uses "
+                f"{type(executor).__name__}, which runs each step in its own process, so steps cannot see "
+                "each other's outputs. Use LocalStoreResource (or S3StoreResource) instead, or run with the "
+                "in-process executor (materialize(), job.execute_in_process(), or executor_def=in_process_executor)."
+            )
+
+    # ------------------------------------------------------------------- keys
+
+    @staticmethod
+    def _partition_values(partitions_def: Any, partition_key: str) -> tuple[list[str], dict[str, str] | None]:
+        if isinstance(partitions_def, MultiPartitionsDefinition):
+            mpk = (
+                partition_key
+                if isinstance(partition_key, MultiPartitionKey)
+                else partitions_def.get_partition_key_from_str(partition_key)
+            )
+            by_dim = dict(mpk.keys_by_dimension)
+            return keys_mod.partition_values(str(partition_key), by_dim), by_dim
+        return keys_mod.partition_values(partition_key), None
+
+    def _asset_key_for_partition(self, asset_path: Sequence[str], partitions_def: Any, partition_key: str) -> str:
+        values, _ = self._partition_values(partitions_def, partition_key)
+        return keys_mod.asset_dataset_key(self._prefix or "", asset_path, values)
+
+    def output_dataset_key(self, context: OutputContext) -> str:
+        """The dataset key an output is written to.
+
+        Raises:
+            ValueError: the output spans several partitions (a single-run backfill of a
+                range); each partition is its own dataset, so launch one run per partition.
+        """
+        self._dataset_store()
+        prefix = self._prefix or ""
+        if context.has_asset_key:
+            path = list(context.asset_key.path)
+            if context.has_asset_partitions:
+                partition_keys = list(context.asset_partition_keys)
+                if len(partition_keys) != 1:
+                    raise ValueError(
+                        f"asset {context.asset_key.to_user_string()}: this output covers {len(partition_keys)} "
+                        "partitions, but RemoteStoreIOManager stores each partition as its own dataset and "
+                        "cannot split one output between them. Launch the backfill with one run per "
+                        "partition (not a single run over the range)."
+                    )
+                return self._asset_key_for_partition(path, context.asset_partitions_def, partition_keys[0])
+            return keys_mod.asset_dataset_key(prefix, path)
+        return keys_mod.op_output_dataset_key(prefix, list(context.get_identifier()))
+
+    def input_dataset_keys(self, context: InputContext) -> list[tuple[str | None, str]]:
+        """``(partition_key, dataset_key)`` for each dataset an input reads, in order.
+
+        ``partition_key`` is ``None`` for an unpartitioned upstream. The partitions
+        are the ones the input asks for (``asset_partition_keys``, after partition
+        mappings), never the run's own partition key.
+
+        Raises:
+            ValueError: an op input has no upstream output to locate.
+        """
+        self._dataset_store()
+        prefix = self._prefix or ""
+        if context.has_asset_key:
+            path = list(context.asset_key.path)
+            if context.has_asset_partitions:
+                partitions_def = context.asset_partitions_def
+                return [
+                    (pk, self._asset_key_for_partition(path, partitions_def, pk)) for pk in context.asset_partition_keys
+                ]
+            return [(None, keys_mod.asset_dataset_key(prefix, path))]
+        upstream = context.upstream_output
+        if upstream is None:
+            raise ValueError(
+                f"input {context.name!r} has neither an asset key nor an upstream output, "
+                "so RemoteStoreIOManager cannot tell which dataset to load"
+            )
+        return [(None, keys_mod.op_output_dataset_key(prefix, list(upstream.get_identifier())))]
+
+    # ----------------------------------------------------------------- output
+
+    def handle_output(self, context: OutputContext, obj: Any) -> None:
+        """Write ``obj`` as the output's dataset (replacing any previous version).
+
+        A ``None`` output writes nothing and says so in the output metadata.
+
+        Raises:
+            UnsupportedTypeError: no handler for ``type(obj)``; the message lists the supported types.
+            ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
+            ValueError: the output spans several partitions.
+            RemoteStoreError: the dataset layer failed (e.g. ``CommitConflict``).
+        """
+        self._check_executor(context)
+        datasets = self._dataset_store()
+        key = self.output_dataset_key(context)
+        if obj is None:
+            context.add_output_metadata(
+                {
+                    "dataset_key": MetadataValue.text(key),
+                    "written": MetadataValue.bool(False),
+                    "note": MetadataValue.text(
+                        "the output was None, so no dataset was written; any earlier version is left as it was"
+                    ),
+                }
+            )
+            return
+        handler = self.registry.for_type(type(obj))
+        if handler is None:
+            raise UnsupportedTypeError(
+                f"RemoteStoreIOManager cannot store output {context.name!r}"
+                + (f" of asset {context.asset_key.to_user_string()}" if context.has_asset_key else "")
+                + f": it is a {_type_label(type(obj))}. Supported types: {self.registry.describe_supported()}."
+            )
+        metadata = self._manifest_metadata(context, handler)
+        run_id = self._run_id(context)
+        manifest = handler.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
+        context.add_output_metadata(self._output_metadata(context, key, manifest, handler))
+
+    @staticmethod
+    def _run_id(context: OutputContext) -> str | None:
+        try:
+            return context.run_id
+        except DagsterInvariantViolationError:
+            return None
+
+    def _manifest_metadata(self, context: OutputContext, handler: TypeHandler) -> dict[str, str]:
+        metadata = {PYTHON_TYPE_KEY: handler.type_name}
+        if context.has_asset_key:
+            metadata[ASSET_KEY_KEY] = context.asset_key.to_user_string()
+            if context.has_asset_partitions:
+                partition_key = context.asset_partition_keys[0]
+                metadata[PARTITION_KEY_KEY] = str(partition_key)
+                _values, by_dim = self._partition_values(context.asset_partitions_def, partition_key)
+                for dim, value in (by_dim or {}).items():
+                    metadata[PARTITION_DIMENSION_PREFIX + dim] = value
+        else:
+            metadata[STEP_KEY_KEY] = context.step_key
+            metadata[OUTPUT_NAME_KEY] = context.name
+        return metadata
+
+    def _output_metadata(
+        self, context: OutputContext, key: str, manifest: DatasetManifest, handler: TypeHandler
+    ) -> dict[str, Any]:
+        schema = manifest.schema
+        column_schema = (
+            TableSchema(columns=[TableColumn(name=f.name, type=str(f.type)) for f in schema])
+            if schema is not None
+            else None
+        )
+        partitioned = context.has_asset_key and context.has_asset_partitions
+        row_count_key = "dagster/partition_row_count" if partitioned else "dagster/row_count"
+        table_md: dict[str, Any] = {row_count_key: MetadataValue.int(manifest.row_count)}
+        if column_schema is not None:
+            table_md["dagster/column_schema"] = MetadataValue.table_schema(column_schema)
+        entries = manifest.file_entries()
+        written = sum(e.size_bytes or 0 for e in entries)
+        return {
+            **table_md,
+            "dagster/uri": MetadataValue.url(self._dataset_store().store.uri(key)),
+            "dataset_key": MetadataValue.text(key),
+            "manifest_version": MetadataValue.int(manifest.version),
+            "part_count": MetadataValue.int(len(entries)),
+            "bytes_written": MetadataValue.int(written),
+            "python_type": MetadataValue.text(handler.type_name),
+        }
+
+    # ------------------------------------------------------------------ input
+
+    def _requested_type(self, context: InputContext) -> tuple[bool, Any]:
+        """``(as_dict, element_type)``; ``element_type`` is ``None`` for "as written"."""
+        tp, _optional = _strip_optional(context.dagster_type.typing_type)
+        if tp is dict or tp is typing.Dict:  # noqa: UP006 - bare typing.Dict may appear
+            return True, None
+        if typing.get_origin(tp) in _DICT_ORIGINS:
+            args = typing.get_args(tp)
+            inner = _strip_optional(args[1])[0] if len(args) == 2 else Any
+            return True, None if _is_any(inner) else inner
+        return False, None if _is_any(tp) else tp
+
+    def _handler_for_annotation(self, context: InputContext, tp: Any) -> TypeHandler:
+        handler = self.registry.for_type(tp) if isinstance(tp, type) else None
+        if handler is None:
+            raise UnsupportedTypeError(
+                f"RemoteStoreIOManager cannot load input {context.name!r} as {_type_label(tp)}. "
+                f"Annotate it with one of: {self.registry.describe_supported()} "
+                "(or dict[str, <one of them>] to get one value per partition, or leave it unannotated "
+                "to get the type that was written)."
+            )
+        return handler
+
+    def _handler_as_written(self, context: InputContext, dataset_keys: Sequence[str]) -> TypeHandler:
+        """The handler of the Python type recorded in the first existing manifest."""
+        datasets = self._dataset_store()
+        type_name = _FALLBACK_TYPE_NAME
+        for key in dataset_keys:
+            try:
+                manifest = datasets.read_manifest(key)
+            except NotFound:
+                continue  # reported by the read itself (absent or incomplete)
+            type_name = (manifest.metadata or {}).get(PYTHON_TYPE_KEY, _FALLBACK_TYPE_NAME)
+            break
+        handler = self.registry.for_name(type_name)
+        if handler is None:
+            reason = self.registry.unavailable_reason(type_name)
+            raise UnsupportedTypeError(
+                f"input {context.name!r}: the dataset was written as {type_name}, which this process cannot "
+                f"load{f' ({reason})' if reason else ''}. Annotate the input with one of: "
+                f"{self.registry.describe_supported()}."
+            )
+        return handler
+
+    @staticmethod
+    def _input_options(context: InputContext) -> tuple[list[str] | None, bool]:
+        metadata = context.definition_metadata or {}
+        columns = metadata.get("columns")
+        if columns is not None:
+            if isinstance(columns, (str, bytes)) or not isinstance(columns, collections.abc.Sequence):
+                raise TypeError(
+                    f"input {context.name!r}: metadata 'columns' must be a list of column names, got {columns!r}"
+                )
+            if not all(isinstance(c, str) for c in columns):
+                raise TypeError(f"input {context.name!r}: metadata 'columns' must hold only strings, got {columns!r}")
+            columns = list(columns)
+        allow_missing = metadata.get("allow_missing_partitions", False)
+        if not isinstance(allow_missing, bool):
+            raise TypeError(
+                f"input {context.name!r}: metadata 'allow_missing_partitions' must be True or False, "
+                f"got {allow_missing!r}"
+            )
+        return columns, allow_missing
+
+    def _describe(self, context: InputContext, partition_key: str | None) -> str:
+        if context.has_asset_key:
+            what = f"asset {context.asset_key.to_user_string()}"
+            return what + (f" partition {partition_key!r}" if partition_key is not None else "")
+        upstream = context.upstream_output
+        return f"output {upstream.name!r} of step {upstream.step_key!r}" if upstream is not None else "upstream"
+
+    def load_input(self, context: InputContext) -> Any:
+        """Load the input from the dataset(s) of its upstream output.
+
+        Returns the value as the input's annotation asks (or as written when
+        unannotated); for several partitions, their concatenation in partition
+        order, or a ``dict`` keyed by partition key when annotated ``dict[str, T]``.
+        When the partition mapping yields no partition at all, returns ``{}``
+        for a ``dict`` annotation and ``None`` otherwise.
+
+        Raises:
+            DatasetNotFound: an upstream dataset is absent (the message names its key);
+                with ``allow_missing_partitions`` only when every partition is absent.
+            DatasetIncomplete: an upstream dataset is incomplete or damaged.
+            UnsupportedTypeError: the annotation is not a supported type.
+            ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
+            ValueError / TypeError: bad ``columns`` / ``allow_missing_partitions`` metadata,
+                or partitions whose schemas cannot be concatenated.
+        """
+        self._check_executor(context)
+        datasets = self._dataset_store()
+        as_dict, element_type = self._requested_type(context)
+        columns, allow_missing = self._input_options(context)
+        targets = self.input_dataset_keys(context)
+        partitioned = context.has_asset_key and context.has_asset_partitions
+        if as_dict and not partitioned:
+            raise TypeError(
+                f"input {context.name!r} is annotated as a dict (one value per partition), but "
+                f"{self._describe(context, None)} is not partitioned; annotate it with the value type instead"
+            )
+        if not targets:
+            return {} if as_dict else None
+
+        if element_type is None:
+            handler = self._handler_as_written(context, [k for _pk, k in targets])
+        else:
+            handler = self._handler_for_annotation(context, element_type)
+
+        def read_one(target: tuple[str | None, str]) -> tuple[bool, Any]:
+            partition_key, key = target
+            try:
+                return True, handler.read(context, datasets, key, columns=columns)
+            except DatasetNotFound:
+                if allow_missing and partition_key is not None:
+                    return False, None
+                raise DatasetNotFound(
+                    f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is absent "
+                    f"(nothing stored at {datasets.store.uri(key)}); materialize it first"
+                    + ("" if partition_key is None else ", or set allow_missing_partitions on the input")
+                ) from None
+            except DatasetIncomplete as exc:
+                raise DatasetIncomplete(
+                    f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is incomplete: {exc}"
+                ) from exc
+
+        if len(targets) == 1:
+            results = [read_one(targets[0])]
+        else:
+            with ThreadPoolExecutor(
+                max_workers=min(_PARTITION_READ_THREADS, len(targets)), thread_name_prefix="pds-load"
+            ) as pool:
+                results = list(pool.map(read_one, targets))
+
+        loaded = [(pk, obj) for (pk, _key), (found, obj) in zip(targets, results, strict=True) if found]
+        missing = [pk for (pk, _key), (found, _obj) in zip(targets, results, strict=True) if not found]
+        if missing:
+            context.log.warning(
+                f"{self._describe(context, None)}: skipped {len(missing)} missing partition(s) "
+                f"(allow_missing_partitions): {', '.join(str(m) for m in missing[:10])}"
+                + (" ..." if len(missing) > 10 else "")
+            )
+        if as_dict:
+            return {str(pk): obj for pk, obj in loaded}
+        if not partitioned:
+            return loaded[0][1]
+        if not loaded:
+            raise DatasetNotFound(
+                f"cannot load {self._describe(context, None)}: none of the {len(targets)} requested partitions "
+                f"exists (first: {targets[0][1]!r}); allow_missing_partitions skips missing partitions, but "
+                "at least one is needed"
+            )
+        if len(loaded) == 1:
+            return loaded[0][1]
+        try:
+            return handler.combine([obj for _pk, obj in loaded])
+        except ValueError as exc:
+            raise ValueError(f"cannot concatenate the partitions of {self._describe(context, None)}: {exc}") from exc

@@ -7,7 +7,6 @@ pyarrow installed.
 
 from __future__ import annotations
 
-
 from .dataset import DatasetManifest, FileEntry, ParquetDatasetStore
 from .errors import (
     AlreadyExists,
@@ -33,6 +32,7 @@ def __getattr__(name: str) -> object:
 
         return getattr(dagster_io, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AlreadyExists",

@@ -16,7 +16,6 @@ from dagster_parquet_dataset import (
     Capability,
     CapabilityNotSupported,
     DatasetIncomplete,
-    DatasetManifest,
     DatasetNotFound,
     LocalStore,
     ManifestCorrupted,
@@ -28,7 +27,16 @@ from dagster_parquet_dataset import (
 from dagster_parquet_dataset.dataset.manifest import schema_hash
 from tests._stores import WrappingStore
 
-SPEC_FIELDS = {"dataset_key", "parts", "row_count", "schema_hash", "compression", "created_at_utc", "run_id", "metadata"}
+SPEC_FIELDS = {
+    "dataset_key",
+    "parts",
+    "row_count",
+    "schema_hash",
+    "compression",
+    "created_at_utc",
+    "run_id",
+    "metadata",
+}
 
 
 def sample(n: int = 10, offset: int = 0) -> pa.Table:
@@ -229,7 +237,12 @@ def test_column_projection(store: Store) -> None:
 
 def test_projection_reads_only_requested_bytes(tmp_path) -> None:
     """Column projection is pushed into the Parquet reader: unread columns are not fetched."""
-    table = pa.table({"small": pa.array([i % 100 for i in range(200_000)], pa.int8()), "big": [os.urandom(32).hex() for _ in range(200_000)]})
+    table = pa.table(
+        {
+            "small": pa.array([i % 100 for i in range(200_000)], pa.int8()),
+            "big": [os.urandom(32).hex() for _ in range(200_000)],
+        }
+    )
     counted: list[int] = []
 
     class CountingStore(LocalStore):
@@ -350,6 +363,7 @@ def test_other_tools_read_the_dataset_folder(tmp_path) -> None:
     via_pyarrow = pads.dataset(str(tmp_path / "k"), format="parquet", exclude_invalid_files=True).to_table()
     assert via_pyarrow.sort_by("id").equals(sample(10))
     import duckdb
+
     count = tuple(duckdb.sql(f"select count(*), sum(id) from read_parquet('{tmp_path}/k/*.parquet')").fetchall()[0])
     assert count == (10, 45)
 

@@ -48,8 +48,7 @@ def check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key:
     unknown = [c for c in cols if schema.get_field_index(c) < 0]
     if unknown:
         raise ValueError(
-            f"dataset {dataset_key!r} has no column {', '.join(map(repr, unknown))}; "
-            f"its columns are {schema.names}"
+            f"dataset {dataset_key!r} has no column {', '.join(map(repr, unknown))}; its columns are {schema.names}"
         )
     return cols
 

@@ -97,6 +97,10 @@ class DatasetManifest:
     version: int = 1
     files: tuple[FileEntry, ...] = field(default_factory=tuple)
     arrow_schema: str | None = None
+    obsolete: tuple[str, ...] = ()
+    """Files the replaced version used and this one does not. The commit that
+    wrote this manifest deletes them right after committing; if it crashed
+    first, the next commit deletes them, so no file is orphaned."""
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -125,6 +129,7 @@ class DatasetManifest:
             out["version"] = self.version
             out["files"] = [f.to_dict() for f in self.files]
             out["arrow_schema"] = self.arrow_schema
+            out["obsolete"] = list(self.obsolete)
         return out
 
     def to_json(self) -> str:
@@ -192,13 +197,25 @@ class DatasetManifest:
         files = tuple(FileEntry.from_dict(f) for f in raw_files)
         if files:
             if [f.path for f in files] != parts:
-                raise ManifestCorrupted("manifest 'files' and 'parts' list different paths", reason="files/parts mismatch")
+                raise ManifestCorrupted(
+                    "manifest 'files' and 'parts' list different paths", reason="files/parts mismatch"
+                )
             counts = [f.row_count for f in files]
             if all(c is not None for c in counts) and sum(counts) != raw["row_count"]:  # type: ignore[arg-type]
                 raise ManifestCorrupted(
                     f"manifest row_count {raw['row_count']} differs from the sum over its files {sum(counts)}",  # type: ignore[arg-type]
                     reason="row_count mismatch",
                 )
+        obsolete = raw.get("obsolete") or []
+        if not isinstance(obsolete, list) or not all(isinstance(p, str) for p in obsolete):
+            raise ManifestCorrupted("manifest 'obsolete' should be a list of paths", reason="bad obsolete")
+        for path in obsolete:
+            try:
+                validate_key(path, what="obsolete path")
+            except ValueError as exc:
+                raise ManifestCorrupted(
+                    f"manifest lists an unsafe obsolete file: {exc}", reason="unsafe part"
+                ) from None
         arrow_schema = raw.get("arrow_schema")
         if arrow_schema is not None:
             if not isinstance(arrow_schema, str):
@@ -206,7 +223,9 @@ class DatasetManifest:
             try:
                 pa.ipc.read_schema(pa.py_buffer(base64.b64decode(arrow_schema, validate=True)))
             except Exception as exc:
-                raise ManifestCorrupted(f"manifest arrow_schema does not decode: {exc}", reason="bad arrow_schema") from None
+                raise ManifestCorrupted(
+                    f"manifest arrow_schema does not decode: {exc}", reason="bad arrow_schema"
+                ) from None
         return cls(
             dataset_key=raw["dataset_key"],
             parts=list(parts),
@@ -220,4 +239,5 @@ class DatasetManifest:
             version=version,
             files=files,
             arrow_schema=arrow_schema,
+            obsolete=tuple(obsolete),
         )

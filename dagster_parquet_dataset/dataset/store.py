@@ -11,6 +11,8 @@ Commit protocol (DESIGN.md "Guarantees"):
    step 1. An overwrite that loses the race re-reads and commits on top; a
    create that loses raises :class:`AlreadyExists`.
 4. Write ``_SUCCESS``, then delete the files only the replaced version used.
+   The manifest records them as ``obsolete``, so if this writer dies before
+   deleting them, the next commit does.
 
 A crash before step 3 leaves the previous version untouched; after it, the
 new version is complete. Readers read the manifest, verify every part, and
@@ -20,9 +22,11 @@ re-read the manifest if parts vanish under them (a racing overwrite).
 from __future__ import annotations
 
 import logging
-import os
+import random
+import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -50,7 +54,7 @@ SINGLE_FILE_NAME = "data.parquet"
 
 _COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")
 _COMMIT_ATTEMPTS = 20
-_READ_ATTEMPTS = 5
+_READ_ATTEMPTS = 10
 
 
 def _now_utc() -> str:
@@ -225,15 +229,13 @@ class ParquetDatasetStore:
             arrow_schema=encode_schema(schema),
         )
         try:
-            committed, replaced = self._commit(key, base, current, token, overwrite)
+            committed = self._commit(key, base, current, token, overwrite)
         except BaseException:
             self._delete_quietly(attempted)
             raise
 
         self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        if replaced is not None:
-            keep = set(committed.parts)
-            self._delete_quietly(f"{key}/{p}" for p in replaced.parts if p not in keep)
+        self._delete_quietly(f"{key}/{p}" for p in committed.obsolete)
         return committed
 
     def _claim(self, key: str, txn: str) -> bool:
@@ -279,15 +281,20 @@ class ParquetDatasetStore:
         current: DatasetManifest | None,
         token: str | None,
         overwrite: bool,
-    ) -> tuple[DatasetManifest, DatasetManifest | None]:
-        """Compare-and-swap ``manifest.json``; returns (committed, replaced)."""
+    ) -> DatasetManifest:
+        """Compare-and-swap ``manifest.json`` on top of the latest version; returns what was committed."""
         path = f"{key}/{MANIFEST_NAME}"
         for _ in range(_COMMIT_ATTEMPTS):
             version = (current.version + 1) if current is not None else (2 if token is not None else 1)
-            candidate = DatasetManifest(**{**new.__dict__, "version": version})
+            keep = set(new.parts)
+            obsolete: list[str] = []
+            if current is not None:
+                # The replaced version's files, plus any its writer crashed before deleting.
+                obsolete = [p for p in dict.fromkeys([*current.obsolete, *current.parts]) if p not in keep]
+            candidate = replace(new, version=version, obsolete=tuple(obsolete))
             try:
                 self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
-                return candidate, current
+                return candidate
             except CommitConflict:
                 if not overwrite:
                     raise AlreadyExists(f"dataset {key!r} was created by another writer meanwhile") from None
@@ -348,7 +355,9 @@ class ParquetDatasetStore:
         """
         key = self._key(key)
         manifest = self._committed_manifest(key)
-        for _ in range(_READ_ATTEMPTS):
+        for attempt in range(_READ_ATTEMPTS):
+            if attempt:
+                time.sleep(random.uniform(0, 0.01 * attempt))  # let a burst of commits pass
             try:
                 return read_parts(self.store, key, manifest, columns)
             except PartsVanished as exc:
@@ -384,9 +393,7 @@ class ParquetDatasetStore:
             raise NotFound(f"dataset {key!r} does not exist")
         prefix = key + "/"
         nested = {
-            p[: -len(MANIFEST_NAME)]
-            for p in files
-            if p.endswith("/" + MANIFEST_NAME) and p != f"{key}/{MANIFEST_NAME}"
+            p[: -len(MANIFEST_NAME)] for p in files if p.endswith("/" + MANIFEST_NAME) and p != f"{key}/{MANIFEST_NAME}"
         }
         if not nested:
             for marker in (SUCCESS_NAME, MANIFEST_NAME):

@@ -59,10 +59,7 @@ def validate_key(key: str, *, what: str = "key") -> str:
         raise ValueError(f"{what} {key!r} must be relative, not absolute")
     for segment in key.split("/"):
         if segment in ("", ".", ".."):
-            raise ValueError(
-                f"{what} {key!r} has an empty, '.' or '..' segment; "
-                "keys must stay inside their folder"
-            )
+            raise ValueError(f"{what} {key!r} has an empty, '.' or '..' segment; keys must stay inside their folder")
     return key
 
 

@@ -115,9 +115,7 @@ class S3Store(Store):
                         import boto3
                         from botocore.config import Config
                     except ImportError as exc:  # pragma: no cover - depends on install
-                        raise ImportError(
-                            "S3Store needs boto3: pip install 'dagster-parquet-dataset[s3]'"
-                        ) from exc
+                        raise ImportError("S3Store needs boto3: pip install 'dagster-parquet-dataset[s3]'") from exc
                     self._client_obj = boto3.session.Session().client(
                         "s3",
                         endpoint_url=self.endpoint_url,
@@ -245,9 +243,7 @@ class S3Store(Store):
     def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
         condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
         try:
-            response = self._client.put_object(
-                Bucket=self.bucket, Key=self._key(path), Body=data, **condition
-            )
+            response = self._client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data, **condition)
         except Exception as exc:
             if _error_code(exc) in _CONFLICT_CODES:
                 raise CommitConflict(

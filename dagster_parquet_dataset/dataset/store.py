@@ -26,7 +26,7 @@ import random
 import time
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -43,7 +43,7 @@ from ..errors import (
 from ..storage.base import Capability, Store, validate_key
 from ._read import PartsVanished, read_parts
 from ._write import PartOptions, chunk_batches, encode_parts, stream_single, table_chunks
-from .manifest import FORMAT_VERSION, DatasetManifest, encode_schema, schema_hash
+from .manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,42 @@ def _check_metadata(metadata: Mapping[str, str] | None) -> dict[str, str] | None
         if not isinstance(k, str) or not isinstance(v, str):
             raise TypeError(f"metadata must map str to str; entry {k!r}: {v!r} does not")
     return dict(metadata)
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """A write begun by :meth:`ParquetDatasetStore.begin_write`, to be finished by
+    :meth:`ParquetDatasetStore.commit_write`.
+
+    Writers that produce parts themselves (the Spark layer's executors) write
+    them under :meth:`part_name` (or any name that carries :attr:`txn`), then
+    commit them all at once.
+
+    Attributes:
+        key: the validated dataset key.
+        txn: a token unique to this write; names of parts that are not Spec
+            names carry it.
+        spec_names: whether this writer holds the new dataset's ``_claim``, so
+            its parts may carry exactly the Spec names.
+        overwrite, run_id, metadata: as given to ``begin_write``.
+    """
+
+    key: str
+    txn: str
+    spec_names: bool
+    overwrite: bool
+    run_id: str | None
+    metadata: dict[str, str] | None
+    current: DatasetManifest | None = field(repr=False)
+    token: str | None = field(repr=False)
+
+    def part_name(self, index: int) -> str:
+        """Name of part ``index`` relative to the dataset key: ``part-NNNNN.parquet``, or with :attr:`txn`."""
+        return f"part-{index:05d}.parquet" if self.spec_names else f"part-{index:05d}-{self.txn}.parquet"
+
+    def single_name(self) -> str:
+        """Name of a single-file dataset's only part: ``data.parquet``, or with :attr:`txn`."""
+        return SINGLE_FILE_NAME if self.spec_names else f"data-{self.txn}.parquet"
 
 
 class ParquetDatasetStore:
@@ -192,6 +228,35 @@ class ParquetDatasetStore:
                 f"write_dataset takes a pyarrow.Table or pyarrow.RecordBatchReader, "
                 f"got {type(table).__module__}.{type(table).__name__}{hint}"
             )
+        pending = self.begin_write(key, overwrite=overwrite, run_id=run_id, metadata=metadata)
+        attempted: list[str] = []
+        try:
+            entries = self._write_parts(table, pending, attempted)
+        except BaseException:
+            self._delete_quietly(attempted)
+            raise
+        return self._finish(pending, entries, table.schema, attempted)
+
+    def begin_write(
+        self,
+        key: str,
+        *,
+        overwrite: bool = False,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> PendingWrite:
+        """Start a write whose parts the caller writes itself; finish it with :meth:`commit_write`.
+
+        Reads the live manifest (the version the commit will replace) and, for
+        a new dataset, tries to win its ``_claim`` so the parts may carry the
+        Spec names (:meth:`PendingWrite.part_name`). Nothing else is written.
+
+        Raises:
+            AlreadyExists: the dataset exists and ``overwrite`` is false.
+            CapabilityNotSupported: the store cannot write (or delete, to overwrite).
+            TypeError / ValueError: bad key, ``run_id`` or ``metadata``.
+        """
+        key = self._key(key)
         if run_id is not None and not isinstance(run_id, str):
             raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
         metadata = _check_metadata(metadata)
@@ -206,14 +271,49 @@ class ParquetDatasetStore:
 
         txn = uuid.uuid4().hex[:16]
         spec_names = token is None and self._claim(key, txn)
-        attempted: list[str] = []
-        try:
-            entries = self._write_parts(table, key, txn if not spec_names else None, attempted)
-        except BaseException:
-            self._delete_quietly(attempted)
-            raise
+        return PendingWrite(key, txn, spec_names, overwrite, run_id, metadata, current, token)
 
-        schema = table.schema
+    def commit_write(self, pending: PendingWrite, entries: Sequence[FileEntry], schema: pa.Schema) -> DatasetManifest:
+        """Commit parts already written under ``pending.key`` as the dataset's new version.
+
+        ``entries`` are the parts in order, with paths relative to the dataset
+        key and their row counts and sizes (from the writers' metadata). The
+        commit is the same as :meth:`write_dataset`'s: compare-and-swap of the
+        manifest, then ``_SUCCESS``, then deleting the files of the replaced
+        version. If the commit fails, the given parts are deleted.
+
+        Returns:
+            The committed manifest.
+
+        Raises:
+            AlreadyExists: another writer created the dataset meanwhile (``overwrite`` false).
+            CommitConflict: an overwrite kept losing the commit race.
+            TypeError / ValueError: an entry is not a :class:`FileEntry` with a safe
+                relative path and a row count, or ``schema`` is not a ``pyarrow.Schema``;
+                the parts are left in place.
+        """
+        if not isinstance(pending, PendingWrite):
+            raise TypeError(f"pending must come from begin_write, got {type(pending).__name__}")
+        if not isinstance(schema, pa.Schema):
+            raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        entries = list(entries)
+        for entry in entries:
+            if not isinstance(entry, FileEntry):
+                raise TypeError(f"entries must be FileEntry objects, got {type(entry).__name__}")
+            validate_key(entry.path, what="part path")
+            if entry.path in (MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME):
+                raise ValueError(f"part path {entry.path!r} is reserved for the dataset's own files")
+            if entry.row_count is None:
+                raise ValueError(f"part {entry.path!r} has no row count; read it from the file's footer")
+        if len({e.path for e in entries}) != len(entries):
+            raise ValueError("entries list the same part path more than once")
+        return self._finish(pending, entries, schema, [f"{pending.key}/{e.path}" for e in entries])
+
+    def _finish(
+        self, pending: PendingWrite, entries: list[FileEntry], schema: pa.Schema, attempted: list[str]
+    ) -> DatasetManifest:
+        """Build the manifest for ``entries``, commit it, write ``_SUCCESS``, delete obsolete files."""
+        key = pending.key
         base = DatasetManifest(
             dataset_key=key,
             parts=[e.path for e in entries],
@@ -221,15 +321,15 @@ class ParquetDatasetStore:
             schema_hash=schema_hash(schema),
             compression=self.compression,
             created_at_utc=_now_utc(),
-            run_id=run_id,
-            metadata=metadata,
+            run_id=pending.run_id,
+            metadata=pending.metadata,
             format_version=FORMAT_VERSION,
             version=1,
             files=tuple(entries),
             arrow_schema=encode_schema(schema),
         )
         try:
-            committed = self._commit(key, base, current, token, overwrite)
+            committed = self._commit(key, base, pending.current, pending.token, pending.overwrite)
         except BaseException:
             self._delete_quietly(attempted)
             raise
@@ -255,17 +355,17 @@ class ParquetDatasetStore:
     def _write_parts(
         self,
         data: pa.Table | pa.RecordBatchReader,
-        key: str,
-        txn: str | None,
+        pending: PendingWrite,
         attempted: list[str],
-    ) -> list:  # type: ignore[type-arg]
+    ) -> list[FileEntry]:
         options = PartOptions(self.compression, self.row_group_size)
+        key = pending.key
         if self.max_rows_per_file is None:
-            name = SINGLE_FILE_NAME if txn is None else f"data-{txn}.parquet"
+            name = pending.single_name()
             return [stream_single(self.store, f"{key}/{name}", name, data, options, attempted)]
 
         def name_for(i: int) -> tuple[str, str]:
-            name = f"part-{i:05d}.parquet" if txn is None else f"part-{i:05d}-{txn}.parquet"
+            name = pending.part_name(i)
             return f"{key}/{name}", name
 
         if isinstance(data, pa.Table):

@@ -221,3 +221,25 @@ def test_s3_multipart_stream_completes_or_aborts(moto_endpoint: str) -> None:
     assert store.read_bytes("big/obj") == payload
     client = boto3.client("s3", endpoint_url=moto_endpoint)
     assert client.list_multipart_uploads(Bucket=store.bucket).get("Uploads", []) == []
+
+
+def test_open_input_with_known_size_checks_the_real_object(store: Store) -> None:
+    store.write_bytes("s/obj", b"0123456789")
+    with store.open_input("s/obj", size=10) as f:
+        f.seek(3)
+        assert f.read(4) == b"3456"
+        f.seek(-2, 2)
+        assert f.read() == b"89"
+    with pytest.raises(OSError):
+        with store.open_input("s/obj", size=11) as f:
+            f.read(4)
+    with pytest.raises((OSError, NotFound)):
+        with store.open_input("s/missing", size=10) as f:
+            f.read(4)
+
+
+def test_list_files_reports_modification_time(store: Store) -> None:
+    before = time.time() - 5
+    store.write_bytes("t/obj", b"x")
+    (info,) = list(store.list_files("t"))
+    assert info.modified is not None and before <= info.modified <= time.time() + 5

@@ -32,10 +32,12 @@ class Capability(enum.Enum):
 
 @dataclass(frozen=True)
 class FileInfo:
-    """One stored object: its key relative to the store root and its size."""
+    """One stored object: its key relative to the store root, its size, and
+    when it was last written (seconds since the epoch, ``None`` if unknown)."""
 
     path: str
     size: int
+    modified: float | None = None
 
 
 def validate_key(key: str, *, what: str = "key") -> str:
@@ -104,13 +106,16 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def open_input(self, path: str) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
         """Open ``path`` for random-access reading (ranged reads on S3).
 
-        The returned file's ``size()`` is the object's size.
+        ``size`` is the object's size when the caller already knows it (from a
+        manifest); a backend may then skip asking the server. If the object
+        turns out to be missing or of another size, reading raises ``OSError``.
+        Without ``size``, the returned file's ``size()`` is the object's size.
 
         Raises:
-            NotFound: no object at ``path``.
+            NotFound: no object at ``path`` (when the backend checks on open).
         """
 
     @abc.abstractmethod

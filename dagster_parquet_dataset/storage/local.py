@@ -83,14 +83,18 @@ class LocalStore(Store):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise NotFound(f"no file {path!r} under {self.root!r}") from None
 
-    def open_input(self, path: str) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
         full = self._path(path)
-        if not os.path.isfile(full):
-            raise NotFound(f"no file {path!r} under {self.root!r}")
         try:
-            return pa.OSFile(full, "rb")
+            if not os.path.isfile(full):
+                raise FileNotFoundError(full)
+            f = pa.OSFile(full, "rb")
         except FileNotFoundError:
             raise NotFound(f"no file {path!r} under {self.root!r}") from None
+        if size is not None and f.size() != size:
+            f.close()
+            raise OSError(f"{path!r} is {os.stat(full).st_size} bytes, expected {size}")
+        return f
 
     @contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
@@ -145,10 +149,10 @@ class LocalStore(Store):
                 if name.endswith(_LOCK_SUFFIX) and name.startswith("."):
                     continue
                 try:
-                    size = os.stat(os.path.join(dirpath, name)).st_size
+                    info = os.stat(os.path.join(dirpath, name))
                 except FileNotFoundError:
                     continue
-                found.append(FileInfo(f"{rel_dir}/{name}", size))
+                found.append(FileInfo(f"{rel_dir}/{name}", info.st_size, info.st_mtime))
         yield from sorted(found, key=lambda f: f.path)
 
     def read_versioned(self, path: str) -> tuple[bytes, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,7 +25,7 @@ class MemoryStore(Store):
     capabilities = frozenset(Capability)
 
     def __init__(self) -> None:
-        self._objects: dict[str, tuple[pa.Buffer, str]] = {}
+        self._objects: dict[str, tuple[pa.Buffer, str, float]] = {}
         self._lock = threading.RLock()
         self._tokens = itertools.count(1)
 
@@ -42,10 +43,10 @@ class MemoryStore(Store):
 
     def _put(self, path: str, data: pa.Buffer) -> str:
         token = str(next(self._tokens))
-        self._objects[path] = (data, token)
+        self._objects[path] = (data, token, time.time())
         return token
 
-    def _get(self, path: str) -> tuple[pa.Buffer, str]:
+    def _get(self, path: str) -> tuple[pa.Buffer, str, float]:
         validate_key(path, what="path")
         with self._lock:
             try:
@@ -64,8 +65,11 @@ class MemoryStore(Store):
     def read_bytes(self, path: str) -> bytes:
         return self._get(path)[0].to_pybytes()
 
-    def open_input(self, path: str) -> pa.NativeFile:
-        return pa.BufferReader(self._get(path)[0])
+    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
+        data = self._get(path)[0]
+        if size is not None and data.size != size:
+            raise OSError(f"{path!r} is {data.size} bytes, expected {size}")
+        return pa.BufferReader(data)
 
     @contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
@@ -96,11 +100,11 @@ class MemoryStore(Store):
         validate_key(path, what="path")
         prefix = path + "/"
         with self._lock:
-            found = [FileInfo(k, v[0].size) for k, v in self._objects.items() if k.startswith(prefix)]
+            found = [FileInfo(k, v[0].size, v[2]) for k, v in self._objects.items() if k.startswith(prefix)]
         yield from sorted(found, key=lambda f: f.path)
 
     def read_versioned(self, path: str) -> tuple[bytes, str]:
-        data, token = self._get(path)
+        data, token, _ = self._get(path)
         return data.to_pybytes(), token
 
     def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:

@@ -189,7 +189,10 @@ class S3Store(Store):
     def read_versioned(self, path: str) -> tuple[bytes, str]:
         return self._get(path)
 
-    def open_input(self, path: str) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
+        if size is not None:
+            # Known size: no HEAD. Every ranged GET checks the object's real size.
+            return pa.PythonFile(_RangeReader(self._client, self.bucket, self._key(path), size), mode="r")
         try:
             return self._fs.open_input_file(f"{self.bucket}/{self._key(path)}")
         except FileNotFoundError:
@@ -238,7 +241,7 @@ class S3Store(Store):
         paginator = self._client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(path) + "/"):
             for obj in page.get("Contents", []):
-                yield FileInfo(self._rel(obj["Key"]), obj["Size"])
+                yield FileInfo(self._rel(obj["Key"]), obj["Size"], obj["LastModified"].timestamp())
 
     def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
         condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
@@ -353,3 +356,60 @@ class _Upload(io.RawIOBase):
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
+
+
+class _RangeReader(io.RawIOBase):
+    """Random-access reads of one S3 object of known size, one ranged GET per read.
+
+    Raises ``FileNotFoundError`` when the object is gone and ``OSError`` when
+    its size differs from the expected one (truncated or replaced).
+    """
+
+    def __init__(self, client: Any, bucket: str, key: str, size: int) -> None:
+        super().__init__()
+        self._client = client
+        self._bucket = bucket
+        self._key = key
+        self._size = size
+        self._pos = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._pos, io.SEEK_END: self._size}[whence]
+        self._pos = max(0, base + offset)
+        return self._pos
+
+    def read(self, size: int = -1) -> bytes:
+        end = self._size if size is None or size < 0 else min(self._size, self._pos + size)
+        if end <= self._pos:
+            return b""
+        try:
+            response = self._client.get_object(Bucket=self._bucket, Key=self._key, Range=f"bytes={self._pos}-{end - 1}")
+        except Exception as exc:
+            code = _error_code(exc)
+            if code in _MISSING_CODES:
+                raise FileNotFoundError(f"s3://{self._bucket}/{self._key} does not exist") from None
+            if code in ("InvalidRange", "416"):
+                raise OSError(
+                    f"s3://{self._bucket}/{self._key} is shorter than the expected {self._size} bytes"
+                ) from None
+            raise
+        total = response.get("ContentRange", "").rpartition("/")[2]
+        if total.isdigit() and int(total) != self._size:
+            raise OSError(f"s3://{self._bucket}/{self._key} is {total} bytes, expected {self._size}")
+        data: bytes = response["Body"].read()
+        self._pos += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)

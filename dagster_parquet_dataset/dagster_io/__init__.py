@@ -13,6 +13,7 @@ from .handlers import (
     PolarsLazyFrameHandler,
     RecordBatchReaderHandler,
     TypeHandler,
+    builtin_handlers,
     default_handlers,
     default_registry,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "StoreResource",
     "TypeHandler",
     "UnsupportedTypeError",
+    "builtin_handlers",
     "default_handlers",
     "default_registry",
     "escape_segment",

@@ -378,7 +378,11 @@ class HandlerRegistry:
                 except ModuleNotFoundError as exc:
                     if not _is_missing_dependency(exc, module):
                         raise
-                    self._unavailable[type_name] = f"{exc.name} is not installed"
+                    missing = exc.name or module
+                    ours = missing.split(".")[0] == "dagster_parquet_dataset"
+                    self._unavailable[type_name] = (
+                        f"{module} is not available" if ours else f"needs {missing}, which is not installed"
+                    )
                     continue
                 cls = getattr(mod, class_name, None)
                 if cls is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from dagster import (
     ConfigurableIOManager,
+    ExecutorRequirement,
     InitResourceContext,
     InputContext,
     MetadataValue,
@@ -165,26 +166,26 @@ class RemoteStoreIOManager(ConfigurableIOManager):
 
         Raises:
             ProcessLocalStoreError: ``store`` is an ``InMemoryStoreResource`` and the run's
-                executor is not the in-process executor.
+                executor may run steps in other processes (its definition requires persistent outputs).
         """
         if not type(self.store).process_local:
             return
         try:
-            executor = context.step_context.executor
-        except (DagsterInvariantViolationError, AttributeError):
+            step = context.step_context
+        except DagsterInvariantViolationError:
             return  # a context built by hand, outside a run: one process by definition
-        try:
-            from dagster._core.executor.in_process import InProcessExecutor
-
-            in_process = isinstance(executor, InProcessExecutor)
-        except ImportError:  # pragma: no cover - dagster moved it
-            in_process = type(executor).__name__ == "InProcessExecutor"
-        if not in_process:
+        executor_def = step.job_def.executor_def
+        # The executor definition says whether steps may run in other processes (Dagster's own
+        # check for mem_io_manager uses the same requirement). In a step subprocess the running
+        # executor object is an in-process one, so it cannot tell.
+        requirements = executor_def.get_requirements(step.resolved_run_config.execution.execution_engine_config)
+        if ExecutorRequirement.PERSISTENT_OUTPUTS in requirements:
             raise ProcessLocalStoreError(
-                f"{type(self.store).__name__} keeps datasets in one process's memory, but this run uses "
-                f"{type(executor).__name__}, which runs each step in its own process, so steps cannot see "
-                "each other's outputs. Use LocalStoreResource (or S3StoreResource) instead, or run with the "
-                "in-process executor (materialize(), job.execute_in_process(), or executor_def=in_process_executor)."
+                f"{type(self.store).__name__} keeps datasets in one process's memory, but this run uses the "
+                f"{executor_def.name!r} executor, which runs steps in their own processes, so a step cannot "
+                "see another step's outputs. Use LocalStoreResource (or S3StoreResource) instead, or run with "
+                "the in-process executor (materialize(), job.execute_in_process(), or "
+                "executor_def=in_process_executor)."
             )
 
     # ------------------------------------------------------------------- keys

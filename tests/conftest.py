@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from collections.abc import Iterator
 
@@ -11,6 +12,8 @@ import pytest
 from dagster_parquet_dataset import LocalStore, MemoryStore, S3Store, Store
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+# Spark's Python workers must run this interpreter (the venv with pyarrow), not whatever "python3" is on PATH.
+os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 # Never let a test reach a real AWS account.
 for _var in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
     os.environ.pop(_var, None)
@@ -60,11 +63,15 @@ def store(request: pytest.FixtureRequest, tmp_path: os.PathLike[str]) -> Store:
 
 @pytest.fixture(scope="session")
 def spark():  # type: ignore[no-untyped-def]
-    """One local[2] SparkSession for the whole test session (UI off, loopback only)."""
+    """One local[2] SparkSession for the whole test session (UI off, loopback only).
+
+    ``local[2,2]``: two threads, and a task may fail once and be retried (plain
+    ``local[2]`` never retries), so the Spark tests exercise real task retries.
+    """
     from pyspark.sql import SparkSession
 
     session = (
-        SparkSession.builder.master("local[2]")
+        SparkSession.builder.master("local[2,2]")
         .appName("dagster-parquet-dataset-tests")
         .config("spark.ui.enabled", "false")
         .config("spark.driver.host", "127.0.0.1")

@@ -1,0 +1,367 @@
+"""Reading a dataset as a Spark DataFrame: exactly the manifest's parts, verified.
+
+The driver reads the committed manifest, checks that every part exists with
+its recorded size (re-reading the manifest if an overwrite replaced it
+meanwhile, like the dataset layer does), and then builds the DataFrame:
+
+``native`` (a :class:`LocalStore`; an ``S3Store`` when Spark has ``s3a://``)
+    The driver also checks every part's footer (row count, schema) and hands
+    the listed files, and only those, to ``spark.read.parquet`` with the
+    stored schema.
+
+``arrow`` (any shared store)
+    The part list is parallelized, one Spark partition per part; each task
+    reads its part through the pickled store, checks its footer against the
+    manifest and streams it out row group by row group (``mapInArrow``).
+
+The DataFrame is lazy and bound to the version read at call time: if an
+overwrite deletes those parts before an action runs, the action fails (it
+never returns another version's rows or a mix).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from ..dataset.manifest import DatasetManifest, FileEntry, schema_hash
+from ..dataset.store import ParquetDatasetStore
+from ..errors import CapabilityNotSupported, DatasetIncomplete, NotFound
+from ..storage.base import Store, validate_key
+from ..storage.local import LocalStore
+from ..storage.s3 import S3Store
+from ._schema import arrow_schema_to_spark, natively_readable, spark_schema_to_arrow
+from ._write import check_shared_store, s3a_available, spark_uri
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ReadMode = Literal["auto", "arrow", "native"]
+_MODES = ("auto", "arrow", "native")
+_READ_ATTEMPTS = 10
+_FOOTER_THREADS = 16
+_PARTS_DDL = "path string, row_count long, size_bytes long"
+
+
+class _PartsVanished(Exception):
+    """Parts the manifest lists are missing; the manifest may have moved on."""
+
+
+def _check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key: str) -> list[str] | None:
+    """Validate a projection against ``schema``.
+
+    Raises:
+        TypeError: ``columns`` is a string or holds non-strings.
+        ValueError: empty, repeated, or unknown columns; the message names them.
+    """
+    if columns is None:
+        return None
+    if isinstance(columns, (str, bytes)):
+        raise TypeError(f"columns must be a list of column names, not a single string {columns!r}")
+    cols = list(columns)
+    for c in cols:
+        if not isinstance(c, str):
+            raise TypeError(f"column names must be strings, got {c!r}")
+    if not cols:
+        raise ValueError("columns must name at least one column (a Spark DataFrame needs one)")
+    if len(set(cols)) != len(cols):
+        raise ValueError(f"columns lists a column more than once: {cols}")
+    unknown = [c for c in cols if schema.get_field_index(c) < 0]
+    if unknown:
+        raise ValueError(
+            f"dataset {dataset_key!r} has no column {', '.join(map(repr, unknown))}; its columns are {schema.names}"
+        )
+    return cols
+
+
+def _verify_present(store: Store, dataset_key: str, entries: Sequence[FileEntry]) -> None:
+    """Check that every part exists with its recorded size, before anything is read.
+
+    Raises:
+        _PartsVanished: some parts are missing.
+        DatasetIncomplete: a part's size differs from the manifest (truncated or replaced).
+    """
+
+    def size_of(entry: FileEntry) -> int | None:
+        try:
+            return store.size(f"{dataset_key}/{entry.path}")
+        except NotFound:
+            return None
+
+    if len(entries) <= 1:
+        sizes = [size_of(e) for e in entries]
+    else:
+        with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(entries))) as pool:
+            sizes = list(pool.map(size_of, entries))
+    missing = [e.path for e, size in zip(entries, sizes, strict=True) if size is None]
+    if missing:
+        raise _PartsVanished(", ".join(missing))
+    for entry, size in zip(entries, sizes, strict=True):
+        if entry.size_bytes is not None and size != entry.size_bytes:
+            raise DatasetIncomplete(
+                f"dataset {dataset_key!r}: part {entry.path!r} is {size} bytes but the manifest records "
+                f"{entry.size_bytes}; it is truncated or was replaced"
+            )
+
+
+def _check_plain(manifest: DatasetManifest, key: str) -> None:
+    """Refuse manifest features this reader does not implement yet (rather than return wrong rows).
+
+    Raises:
+        CapabilityNotSupported: the dataset is partitioned by columns, or some of
+            its files predate columns added later.
+    """
+    partition_by = tuple(getattr(manifest, "partition_by", ()) or ())
+    evolved = any(getattr(e, "missing_columns", ()) or getattr(e, "partition_values", None) for e in manifest.files)
+    if partition_by or evolved:
+        what = f"partitioned by {list(partition_by)}" if partition_by else "has files written before columns were added"
+        raise CapabilityNotSupported(
+            f"dataset {key!r} {what}; the Spark reader does not reassemble such datasets yet. Read it with "
+            "ParquetDatasetStore.read_dataset and spark.createDataFrame(table) instead."
+        )
+
+
+def _check_footer(
+    dataset_key: str,
+    entry: FileEntry,
+    parquet: pq.ParquetFile,
+    size: int,
+    expected_schema: pa.Schema | None,
+    expected_hash: str | None,
+) -> None:
+    """The dataset layer's per-part checks, on a part's footer.
+
+    Raises:
+        DatasetIncomplete: the size, row count or schema disagrees with the manifest.
+    """
+    if entry.size_bytes is not None and size != entry.size_bytes:
+        raise DatasetIncomplete(
+            f"dataset {dataset_key!r}: part {entry.path!r} is {size} bytes but the manifest records "
+            f"{entry.size_bytes}; it is truncated or was replaced"
+        )
+    rows = parquet.metadata.num_rows
+    if entry.row_count is not None and rows != entry.row_count:
+        raise DatasetIncomplete(
+            f"dataset {dataset_key!r}: part {entry.path!r} holds {rows} rows but the manifest records {entry.row_count}"
+        )
+    schema = parquet.schema_arrow
+    if expected_schema is not None:
+        if not schema.equals(expected_schema, check_metadata=False):
+            raise DatasetIncomplete(
+                f"dataset {dataset_key!r}: part {entry.path!r} has schema {schema} "
+                f"but the manifest records {expected_schema}"
+            )
+    elif expected_hash is not None and schema_hash(schema) != expected_hash:
+        raise DatasetIncomplete(
+            f"dataset {dataset_key!r}: part {entry.path!r} has a schema whose hash {schema_hash(schema)} "
+            f"differs from the manifest's {expected_hash}"
+        )
+
+
+def _open_part(store: Store, dataset_key: str, entry: FileEntry) -> pa.NativeFile:
+    try:
+        return store.open_input(f"{dataset_key}/{entry.path}")
+    except NotFound:
+        raise DatasetIncomplete(
+            f"dataset {dataset_key!r}: part {entry.path!r} listed in the manifest is missing "
+            "(deleted by a later overwrite, or damaged)"
+        ) from None
+
+
+def _verify_footer(
+    store: Store, dataset_key: str, entry: FileEntry, expected_schema: pa.Schema | None, expected_hash: str | None
+) -> None:
+    with _open_part(store, dataset_key, entry) as source:
+        try:
+            parquet = pq.ParquetFile(source)
+        except (pa.ArrowException, OSError) as exc:
+            raise DatasetIncomplete(
+                f"dataset {dataset_key!r}: part {entry.path!r} is not a readable Parquet file ({exc})"
+            ) from None
+        _check_footer(dataset_key, entry, parquet, source.size(), expected_schema, expected_hash)
+
+
+@dataclass(frozen=True)
+class _TaskReader:
+    """The function ``mapInArrow`` runs on the executors to read parts (pickled with the store)."""
+
+    store: Store
+    key: str
+    expected_schema: pa.Schema | None
+    expected_hash: str | None
+    columns: list[str] | None
+    target: pa.Schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for path, rows, size in zip(
+                batch.column("path").to_pylist(),
+                batch.column("row_count").to_pylist(),
+                batch.column("size_bytes").to_pylist(),
+                strict=True,
+            ):
+                yield from self._read(FileEntry(path, rows, size))
+
+    def _read(self, entry: FileEntry) -> Iterator[pa.RecordBatch]:
+        with _open_part(self.store, self.key, entry) as source:
+            try:
+                parquet = pq.ParquetFile(source)
+            except (pa.ArrowException, OSError) as exc:
+                raise DatasetIncomplete(
+                    f"dataset {self.key!r}: part {entry.path!r} is not a readable Parquet file ({exc})"
+                ) from None
+            _check_footer(self.key, entry, parquet, source.size(), self.expected_schema, self.expected_hash)
+            names = self.target.names
+            for batch in parquet.iter_batches(columns=names, use_threads=False):
+                if batch.schema.names != names:
+                    batch = batch.select(names)
+                # Unsafe only where Spark is coarser: nanoseconds become microseconds.
+                yield batch if batch.schema.equals(self.target) else batch.cast(self.target, safe=False)
+
+
+def _committed_and_present(datasets: ParquetDatasetStore, key: str) -> DatasetManifest:
+    """The committed manifest, once all of its parts exist with their recorded sizes.
+
+    Raises:
+        DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as ``read_dataset``.
+    """
+    manifest = datasets._committed_manifest(key)
+    for attempt in range(_READ_ATTEMPTS):
+        if attempt:
+            time.sleep(random.uniform(0, 0.01 * attempt))
+        try:
+            _verify_present(datasets.store, key, manifest.file_entries())
+            return manifest
+        except _PartsVanished as exc:
+            latest, _token = datasets._read_current(key)
+            if latest is None or (latest.version, latest.parts) == (manifest.version, manifest.parts):
+                raise DatasetIncomplete(
+                    f"dataset {key!r}: parts listed in the manifest are missing or unreadable: {exc}"
+                ) from None
+            manifest = latest
+    raise DatasetIncomplete(f"dataset {key!r} kept changing while it was read; try again")
+
+
+def _stored_schema(store: Store, key: str, manifest: DatasetManifest) -> pa.Schema:
+    schema = manifest.schema
+    if schema is not None:
+        return schema
+    entries = manifest.file_entries()
+    if not entries:
+        return pa.schema([])
+    with _open_part(store, key, entries[0]) as first:  # a Spec-only manifest: the first footer is the schema
+        return pq.ParquetFile(first).schema_arrow
+
+
+def _native_possible(spark: SparkSession, store: Store) -> str | None:
+    if isinstance(store, LocalStore):
+        return None
+    if isinstance(store, S3Store):
+        return None if s3a_available(spark) else "Spark has no s3a:// filesystem (the hadoop-aws jar)"
+    return f"Spark cannot read {store!r} itself"
+
+
+def read_spark_dataset(
+    spark: SparkSession,
+    datasets: ParquetDatasetStore,
+    key: str,
+    *,
+    columns: Sequence[str] | None = None,
+    mode: ReadMode = "auto",
+) -> DataFrame:
+    """Read the committed dataset ``key`` as a Spark DataFrame: only the manifest's parts, verified.
+
+    Every part is checked to exist with its recorded size before the
+    DataFrame is built; row counts and schemas are checked against the
+    manifest from each part's footer (on the driver for ``native`` reads, in
+    the tasks for ``arrow`` reads). The DataFrame has the stored schema
+    (:func:`~dagster_parquet_dataset.spark.arrow_schema_to_spark`), so a
+    dataset written by pandas or pyarrow reads too.
+
+    Args:
+        spark: the session to build the DataFrame on.
+        datasets: the dataset store (its store must be reachable from the executors).
+        key: the dataset key.
+        columns: read only these columns, in this order.
+        mode: ``"native"`` reads with ``spark.read.parquet`` over the listed
+            files (a ``LocalStore``, or an ``S3Store`` when Spark has
+            ``s3a://``); ``"arrow"`` reads on the executors through the store;
+            ``"auto"`` picks native on a ``LocalStore`` when Spark's Parquet
+            reader understands every column (not nanosecond timestamps,
+            durations, unsigned 64-bit integers, ...), else arrow.
+
+    Returns:
+        A lazy DataFrame over the version committed at call time.
+
+    Raises:
+        DatasetNotFound: nothing is stored under ``key``.
+        DatasetIncomplete: ``_SUCCESS`` or a part is missing, or a part is
+            truncated or disagrees with the manifest (raised here for what the
+            driver checks; a task that finds a damaged part fails the Spark job
+            with a ``PythonException`` naming the ``DatasetIncomplete``).
+        ManifestCorrupted: the manifest cannot be parsed.
+        ValueError: an unknown column (named), an empty or repeating ``columns``, or a bad ``mode``.
+        TypeError: a selected column has no Spark type (named; leave it out with ``columns``).
+        CapabilityNotSupported: a ``MemoryStore``; ``mode="native"`` where Spark cannot read the store
+            or a column's type; a dataset partitioned by columns or with columns added after some files.
+    """
+    from pyspark.sql import SparkSession as _SparkSession
+
+    if not isinstance(spark, _SparkSession):
+        raise TypeError(f"spark must be a SparkSession, got {type(spark).__module__}.{type(spark).__name__}")
+    if not isinstance(datasets, ParquetDatasetStore):
+        raise TypeError(f"datasets must be a ParquetDatasetStore, got {type(datasets).__name__}")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
+    store = datasets.store
+    check_shared_store(store, "read a dataset into Spark")
+    key = validate_key(key, what="dataset key")
+
+    manifest = _committed_and_present(datasets, key)
+    _check_plain(manifest, key)
+    schema = _stored_schema(store, key, manifest)
+    projection = _check_columns(columns, schema, key)
+    selected = pa.schema([schema.field(c) for c in projection]) if projection is not None else schema
+    spark_schema = arrow_schema_to_spark(selected)
+    entries = manifest.file_entries()
+    expected_schema = manifest.schema
+    expected_hash = manifest.schema_hash if expected_schema is None else None
+
+    problem = _native_possible(spark, store)
+    if problem is None and not natively_readable(selected):
+        problem = "Spark's Parquet reader does not read every selected column's type as stored"
+    if mode == "native" and problem is not None:
+        raise CapabilityNotSupported(f"mode='native' is not possible for dataset {key!r}: {problem}; use mode='arrow'")
+    native = problem is None and (mode == "native" or (mode == "auto" and isinstance(store, LocalStore)))
+
+    if not entries:
+        return spark.createDataFrame([], spark_schema)
+    if native:
+        with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(entries))) as pool:
+            list(pool.map(lambda e: _verify_footer(store, key, e, expected_schema, expected_hash), entries))
+        uris = [spark_uri(store, f"{key}/{e.path}") for e in entries]
+        return (
+            spark.read.schema(spark_schema)
+            .option("ignoreMissingFiles", "false")
+            .option("ignoreCorruptFiles", "false")
+            .parquet(*uris)  # type: ignore[arg-type]
+        )
+
+    reader = _TaskReader(
+        store=store,
+        key=key,
+        expected_schema=expected_schema,
+        expected_hash=expected_hash,
+        columns=projection,
+        target=spark_schema_to_arrow(spark_schema),
+    )
+    parts = [(e.path, e.row_count, e.size_bytes) for e in entries]
+    part_list = spark.createDataFrame(spark.sparkContext.parallelize(parts, len(parts)), _PARTS_DDL)
+    return part_list.mapInArrow(reader, spark_schema)

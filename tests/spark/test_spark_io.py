@@ -1,0 +1,363 @@
+"""The Spark layer on the shared ``local[2,2]`` session: both write paths, both read paths, S3, retries.
+
+Everything written through Spark is also read back with the plain dataset
+layer (pyarrow), and what Spark reads back is compared with what Spark wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import uuid
+from datetime import datetime, timezone
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dagster_parquet_dataset import (
+    AlreadyExists,
+    CapabilityNotSupported,
+    DatasetIncomplete,
+    LocalStore,
+    MemoryStore,
+    ParquetDatasetStore,
+    S3Store,
+)
+from dagster_parquet_dataset.spark import read_spark_dataset, spark_schema_to_arrow, write_spark_dataset
+from dagster_parquet_dataset.spark._write import FAIL_AFTER_PART_PROPERTY
+
+MARKERS = {"manifest.json", "_SUCCESS", "_claim"}
+WRITE_MODES = ["native", "arrow"]
+
+
+def wide_df(spark: SparkSession, n: int = 40, partitions: int = 3) -> DataFrame:
+    """Every column kind the layer promises to keep: nulls, UTC and local timestamps, decimals, nesting."""
+    return spark.sql(
+        f"""
+        select id,
+               cast(id as int) as i,
+               case when id % 5 = 0 then null else concat('s', cast(id as string)) end as s,
+               timestamp'2024-03-01 12:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) as ts,
+               timestamp_ntz'2024-03-01 12:00:00' + make_interval(0, 0, 0, 0, 0, id) as tsn,
+               cast(id * 1.125 as decimal(20, 3)) as d,
+               date_add(date'2024-01-01', cast(id as int)) as dt,
+               array(id, id + 1) as arr,
+               map('k', id) as m,
+               named_struct('x', id, 'y', cast(id as string)) as st,
+               cast(cast(id as string) as binary) as b
+        from range({n})
+        """
+    ).repartition(partitions)
+
+
+def rows(df: DataFrame) -> list[Any]:
+    return sorted(df.collect(), key=lambda r: r["id"])
+
+
+def files_under(store: LocalStore | S3Store, key: str) -> set[str]:
+    prefix = key + "/"
+    return {f.path[len(prefix) :] for f in store.list_files(key)}
+
+
+def visible_files(store: LocalStore | S3Store, key: str) -> set[str]:
+    """Stored objects, leaving out LocalStore's hidden lock files."""
+    return {p for p in files_under(store, key) if not p.split("/")[-1].startswith(".")}
+
+
+@pytest.fixture
+def local(tmp_path: Any) -> ParquetDatasetStore:
+    return ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "store")))
+
+
+# ----------------------------------------------------------------------------- write
+
+
+@pytest.mark.parametrize("mode", WRITE_MODES)
+def test_write_then_read_back_everywhere(spark: SparkSession, local: ParquetDatasetStore, mode: str) -> None:
+    df = wide_df(spark)
+    expected = rows(df)
+    manifest = write_spark_dataset(df, local, "wide", mode=mode, run_id="r1", metadata={"who": "test"})
+
+    # The format: Spec names for a new dataset, counts per file from the footers, the faithful schema.
+    assert manifest.parts == [f"part-{i:05d}.parquet" for i in range(len(manifest.parts))]
+    assert 1 <= len(manifest.parts) <= 3
+    assert manifest.row_count == 40 and manifest.run_id == "r1" and manifest.metadata == {"who": "test"}
+    assert visible_files(local.store, "wide") == set(manifest.parts) | MARKERS  # no staging, no attempts
+    for entry in manifest.files:
+        path = os.path.join(local.store.root, "wide", entry.path)
+        assert pq.read_metadata(path).num_rows == entry.row_count
+        assert os.stat(path).st_size == entry.size_bytes
+    assert sum(e.row_count for e in manifest.files) == 40
+    stored = manifest.schema
+    assert stored is not None and stored.equals(spark_schema_to_arrow(df.schema))
+    assert stored.field("ts").type == pa.timestamp("us", tz="UTC")
+    assert stored.field("tsn").type == pa.timestamp("us")
+    assert stored.field("d").type == pa.decimal128(20, 3)
+
+    # The plain dataset layer reads it (verified) with the same values Spark has.
+    table = local.read_dataset("wide").sort_by("id")
+    assert table.column("id").to_pylist() == list(range(40))
+    assert table.column("ts").to_pylist()[3] == datetime(2024, 3, 1, 12, 0, 3, tzinfo=timezone.utc)
+    assert table.column("tsn").to_pylist()[3] == datetime(2024, 3, 1, 12, 3)
+    assert table.column("d").to_pylist()[3] == Decimal("3.375")
+    assert table.column("m").to_pylist()[3] == [("k", 3)]
+    assert table.column("s").null_count == 8
+
+    # Spark reads it back, through both read paths, as the same rows.
+    for read_mode in ("native", "arrow"):
+        back = read_spark_dataset(spark, local, "wide", mode=read_mode)
+        assert back.columns == df.columns
+        # Same types; Spark's own file reader marks every column nullable, so compare without nullability.
+        assert [f.dataType.simpleString() for f in back.schema] == [f.dataType.simpleString() for f in df.schema]
+        assert rows(back) == expected
+
+
+@pytest.mark.parametrize("mode", WRITE_MODES)
+def test_max_rows_per_file_splits_each_partition(spark: SparkSession, tmp_path: Any, mode: str) -> None:
+    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "s")), max_rows_per_file=7)
+    manifest = write_spark_dataset(spark.range(50).repartition(2), datasets, "split", mode=mode)
+    assert manifest.row_count == 50
+    assert all(e.row_count is not None and 0 < e.row_count <= 7 for e in manifest.files)
+    assert manifest.parts == [f"part-{i:05d}.parquet" for i in range(len(manifest.parts))]
+    assert sorted(datasets.read_dataset("split").column("id").to_pylist()) == list(range(50))
+
+
+@pytest.mark.parametrize("mode", WRITE_MODES)
+def test_overwrite_replaces_the_version_and_its_files(
+    spark: SparkSession, local: ParquetDatasetStore, mode: str
+) -> None:
+    first = write_spark_dataset(spark.range(10), local, "ow", mode=mode)
+    with pytest.raises(AlreadyExists, match="overwrite=True"):
+        write_spark_dataset(spark.range(5), local, "ow", mode=mode)
+    second = write_spark_dataset(spark.range(100, 105).repartition(2), local, "ow", overwrite=True, mode=mode)
+    assert second.version == first.version + 1
+    assert not set(first.parts) & set(second.parts)  # a later version never reuses a live file's name
+    assert visible_files(local.store, "ow") == set(second.parts) | MARKERS  # the old parts are gone
+    assert sorted(local.read_dataset("ow").column("id").to_pylist()) == list(range(100, 105))
+    assert sorted(r.id for r in read_spark_dataset(spark, local, "ow").collect()) == list(range(100, 105))
+
+
+@pytest.mark.parametrize("mode", WRITE_MODES)
+def test_empty_dataframe_is_an_empty_dataset_with_its_schema(
+    spark: SparkSession, local: ParquetDatasetStore, mode: str
+) -> None:
+    df = wide_df(spark).where("id < 0")
+    manifest = write_spark_dataset(df, local, "empty", mode=mode)
+    assert manifest.row_count == 0
+    assert manifest.schema is not None and manifest.schema.names == df.columns
+    assert local.read_dataset("empty").num_rows == 0
+    back = read_spark_dataset(spark, local, "empty")
+    assert back.columns == df.columns and back.count() == 0
+
+
+@pytest.mark.parametrize("mode", WRITE_MODES)
+def test_timestamps_are_stored_as_utc_whatever_the_session_time_zone(
+    spark: SparkSession, local: ParquetDatasetStore, mode: str
+) -> None:
+    before = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        df = spark.sql("select timestamp'2024-03-01 12:00:00' as ts")  # noon in New York = 17:00 UTC
+        manifest = write_spark_dataset(df, local, "tz", mode=mode)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", before)
+    assert manifest.schema is not None and manifest.schema.field("ts").type == pa.timestamp("us", tz="UTC")
+    assert local.read_dataset("tz").column("ts").to_pylist() == [datetime(2024, 3, 1, 17, tzinfo=timezone.utc)]
+
+
+# ------------------------------------------------------------------ S3 through executors
+
+
+def test_s3_store_goes_through_the_executors(spark: SparkSession, s3_store: S3Store) -> None:
+    datasets = ParquetDatasetStore(s3_store)
+    df = wide_df(spark, n=30, partitions=2)
+    manifest = write_spark_dataset(df, datasets, "events/wide")  # auto: arrow on S3
+    assert manifest.row_count == 30
+    assert visible_files(s3_store, "events/wide") == set(manifest.parts) | MARKERS
+    assert all(manifest.parts.count(p) == 1 for p in manifest.parts)
+    assert sorted(datasets.read_dataset("events/wide").column("id").to_pylist()) == list(range(30))
+    assert rows(read_spark_dataset(spark, datasets, "events/wide")) == rows(df)
+    projected = read_spark_dataset(spark, datasets, "events/wide", columns=["s", "id"])
+    assert projected.columns == ["s", "id"]
+    assert sorted(projected.collect(), key=lambda r: r.id) == [(r.s, r.id) for r in rows(df)]
+
+
+def test_native_mode_needs_a_store_spark_can_reach(spark: SparkSession, s3_store: S3Store, tmp_path: Any) -> None:
+    with pytest.raises(CapabilityNotSupported, match="hadoop-aws"):
+        write_spark_dataset(spark.range(3), ParquetDatasetStore(s3_store), "x", mode="native")
+    brotli = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "b")), compression="brotli")
+    with pytest.raises(CapabilityNotSupported, match="brotli"):
+        write_spark_dataset(spark.range(3), brotli, "x", mode="native")
+    manifest = write_spark_dataset(spark.range(3), brotli, "x")  # auto falls back to the executor path
+    assert manifest.compression == "brotli" and manifest.row_count == 3
+    assert not s3_store.exists("x/_claim")  # the refused write touched nothing
+
+
+def test_memory_store_is_refused_with_the_reason(spark: SparkSession) -> None:
+    datasets = ParquetDatasetStore(MemoryStore())
+    with pytest.raises(CapabilityNotSupported, match="separate Python worker processes"):
+        write_spark_dataset(spark.range(3), datasets, "m")
+    datasets.write_dataset(pa.table({"a": [1]}), "m")
+    with pytest.raises(CapabilityNotSupported, match="MemoryStore"):
+        read_spark_dataset(spark, datasets, "m")
+
+
+# ----------------------------------------------------------------------------- retries
+
+
+def _failed_tasks(spark: SparkSession, group: str) -> int:
+    tracker = spark.sparkContext.statusTracker()
+    failed = 0
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info else []:
+            stage_info = tracker.getStageInfo(stage)
+            failed += stage_info.numFailedTasks if stage_info else 0
+    return failed
+
+
+@pytest.mark.parametrize("backend", ["local", "s3"])
+def test_task_that_fails_after_writing_a_part_is_retried_without_duplicates(
+    spark: SparkSession, tmp_path: Any, backend: str, request: pytest.FixtureRequest
+) -> None:
+    """A real Spark task retry (the session is ``local[2,2]``: one retry per task).
+
+    Attempt 0 of partition 0 publishes its part to the store and then fails
+    (the test-only ``FAIL_AFTER_PART_PROPERTY`` local property); Spark runs
+    attempt 1, which writes its own part. Only the successful attempt may be
+    committed, and the failed attempt's file must be gone.
+    """
+    store = LocalStore(os.path.join(tmp_path, "r")) if backend == "local" else request.getfixturevalue("s3_store")
+    datasets = ParquetDatasetStore(store, max_rows_per_file=4)
+    df = spark.range(40).repartition(3)
+    sc = spark.sparkContext
+    group = f"retry-{uuid.uuid4().hex[:8]}"
+    sc.setJobGroup(group, "task retry test")
+    sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, "0")
+    try:
+        manifest = write_spark_dataset(df, datasets, "retry", mode="arrow")
+    finally:
+        sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, None)  # type: ignore[arg-type]
+        sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert _failed_tasks(spark, group) == 1  # the retry really happened
+    ids = datasets.read_dataset("retry").column("id").to_pylist()
+    assert sorted(ids) == list(range(40))  # every row exactly once
+    assert manifest.row_count == 40
+    assert visible_files(store, "retry") == set(manifest.parts) | MARKERS  # the failed attempt's part is gone
+
+
+def test_failed_job_leaves_no_dataset_and_no_files(spark: SparkSession, local: ParquetDatasetStore) -> None:
+    @F.udf("long")
+    def fail_in_partition_0(x: int) -> int:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is not None and ctx.partitionId() == 0:
+            time.sleep(0.5)  # let partition 1 write its part first
+            raise ValueError("boom in partition 0")
+        return x
+
+    df = spark.range(0, 20, 1, 2).select(fail_in_partition_0("id").alias("id"))
+    for mode in WRITE_MODES:
+        with pytest.raises(Exception, match="boom in partition 0"):
+            write_spark_dataset(df, local, f"failed-{mode}", mode=mode)
+        assert not local.dataset_exists(f"failed-{mode}")
+        assert visible_files(local.store, f"failed-{mode}") <= {"_claim"}
+        # Only the new dataset's claim is left (the dataset layer keeps it); readers are told the write failed.
+        with pytest.raises(DatasetIncomplete, match="did not finish"):
+            read_spark_dataset(spark, local, f"failed-{mode}")
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+@pytest.mark.parametrize("mode", ["native", "arrow"])
+def test_projection_reads_only_those_columns_in_that_order(
+    spark: SparkSession, local: ParquetDatasetStore, mode: str
+) -> None:
+    df = wide_df(spark, n=12, partitions=2)
+    write_spark_dataset(df, local, "p")
+    back = read_spark_dataset(spark, local, "p", columns=["st", "id"], mode=mode)
+    assert back.columns == ["st", "id"]
+    assert sorted(back.collect(), key=lambda r: r.id) == [(r.st, r.id) for r in rows(df)]
+    with pytest.raises(ValueError, match="has no column 'nope'"):
+        read_spark_dataset(spark, local, "p", columns=["id", "nope"], mode=mode)
+    with pytest.raises(ValueError, match="at least one column"):
+        read_spark_dataset(spark, local, "p", columns=[], mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["native", "arrow"])
+def test_missing_or_truncated_part_is_an_error_not_fewer_rows(
+    spark: SparkSession, local: ParquetDatasetStore, mode: str
+) -> None:
+    manifest = write_spark_dataset(spark.range(30).repartition(3), local, "dmg", mode="arrow")
+    part = os.path.join(local.store.root, "dmg", manifest.parts[1])
+    with open(part, "rb") as f:
+        data = f.read()
+    with open(part, "wb") as f:
+        f.write(data[: len(data) // 2])
+    with pytest.raises(DatasetIncomplete, match="truncated"):
+        read_spark_dataset(spark, local, "dmg", mode=mode)
+    os.remove(part)
+    with pytest.raises(DatasetIncomplete, match="missing"):
+        read_spark_dataset(spark, local, "dmg", mode=mode)
+
+
+def test_a_part_whose_row_count_disagrees_fails_the_read(spark: SparkSession, local: ParquetDatasetStore) -> None:
+    """The manifest is edited to claim one more row in the first part (and in total)."""
+    write_spark_dataset(spark.range(30).repartition(2), local, "rc", mode="arrow")
+    raw = json.loads(local.store.read_bytes("rc/manifest.json"))
+    raw["files"][0]["row_count"] += 1
+    raw["row_count"] += 1
+    local.store.write_bytes("rc/manifest.json", json.dumps(raw).encode())
+    with pytest.raises(DatasetIncomplete, match="rows but the manifest records"):
+        read_spark_dataset(spark, local, "rc", mode="native")  # checked on the driver
+    lazy = read_spark_dataset(spark, local, "rc", mode="arrow")  # checked in the tasks
+    with pytest.raises(Exception, match="rows but the manifest records"):
+        lazy.collect()
+
+
+def test_datasets_written_by_pyarrow_read_in_spark(spark: SparkSession, local: ParquetDatasetStore) -> None:
+    table = pa.table(
+        {
+            "ns": pa.array([1_700_000_000_123_456_789, None], pa.timestamp("ns", tz="UTC")),
+            "u64": pa.array([2**64 - 1, 0], pa.uint64()),
+            "cat": pa.array(["a", "b"]).dictionary_encode(),
+            "big": pa.array(["x", "y"], pa.large_string()),
+        }
+    )
+    local.write_dataset(table, "from-arrow")
+    back = read_spark_dataset(spark, local, "from-arrow")  # auto: Spark's reader rejects ns timestamps
+    got = sorted(back.collect(), key=lambda r: r.big)
+    assert [r.u64 for r in got] == [Decimal(2**64 - 1), Decimal(0)]
+    assert [r.cat for r in got] == ["a", "b"]
+    assert got[0].ns is not None and got[1].ns is None
+    assert str(back.schema["ns"].dataType) == "TimestampType()"
+    with pytest.raises(CapabilityNotSupported, match="mode='arrow'"):
+        read_spark_dataset(spark, local, "from-arrow", mode="native")
+    # A projection that leaves the unusual types out can be read by Spark itself.
+    native = read_spark_dataset(spark, local, "from-arrow", columns=["big"], mode="native")
+    assert sorted(r.big for r in native.collect()) == ["x", "y"]
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+def test_bad_input_is_refused_before_anything_is_written(spark: SparkSession, local: ParquetDatasetStore) -> None:
+    with pytest.raises(TypeError, match="pyspark.sql.DataFrame"):
+        write_spark_dataset(pa.table({"a": [1]}), local, "bad")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mode must be one of"):
+        write_spark_dataset(spark.range(1), local, "bad", mode="fast")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="column 'y' has type interval year"):
+        write_spark_dataset(spark.sql("select 1 as x, interval 1 year as y"), local, "bad")
+    with pytest.raises(ValueError, match="duplicate column names"):
+        write_spark_dataset(spark.sql("select 1 as a, 2 as a"), local, "bad")
+    with pytest.raises(ValueError, match="dataset key"):
+        write_spark_dataset(spark.range(1), local, "../escape")
+    assert not os.path.exists(os.path.join(local.store.root, "bad"))

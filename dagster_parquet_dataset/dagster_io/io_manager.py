@@ -349,7 +349,11 @@ class RemoteStoreIOManager(ConfigurableIOManager):
 
     def _requested_type(self, context: InputContext) -> tuple[bool, Any]:
         """``(as_dict, element_type)``; ``element_type`` is ``None`` for "as written"."""
-        tp, _optional = _strip_optional(context.dagster_type.typing_type)
+        try:
+            annotation = context.dagster_type.typing_type
+        except DagsterInvariantViolationError:  # a context built without a type: load as written
+            annotation = Any
+        tp, _optional = _strip_optional(annotation)
         if tp is dict or tp is typing.Dict:  # noqa: UP006 - bare typing.Dict may appear
             return True, None
         if typing.get_origin(tp) in _DICT_ORIGINS:

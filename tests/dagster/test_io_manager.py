@@ -4,7 +4,6 @@ Types, metadata, errors, op jobs, resources (local, S3 on moto, in-memory).
 Every check reads the store back independently of the IO manager.
 """
 
-import os
 from collections.abc import Iterator
 from typing import Any, Optional
 
@@ -382,9 +381,11 @@ def test_job_of_plain_ops_uses_run_step_output_keys(
 # -------------------------------------------------------------------- resources
 
 
-def test_s3_store_resource_against_moto(moto_endpoint: str, instance: dg.DagsterInstance) -> None:
+def test_s3_store_resource_against_moto(
+    moto_endpoint: str, instance: dg.DagsterInstance, monkeypatch: pytest.MonkeyPatch
+) -> None:
     bucket = make_bucket(moto_endpoint)
-    os.environ["PDS_TEST_S3_KEY"] = "testing"
+    monkeypatch.setenv("PDS_TEST_S3_KEY", "testing")  # credentials through dagster.EnvVar
     resource = S3StoreResource(
         bucket=bucket,
         prefix="lake",

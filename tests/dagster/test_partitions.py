@@ -5,7 +5,7 @@ Everything is checked by reading the store back with an independent
 """
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import dagster as dg
 import pyarrow as pa
@@ -279,3 +279,30 @@ def test_missing_upstream_partition_names_key_and_state(
     message = str(result.get_step_failure_events()[0].step_failure_data.error)
     assert "daily_up/2024-01-02" in message
     assert "absent" in message
+
+
+@dg.asset(
+    partitions_def=DAILY,
+    ins={
+        "daily_up": dg.AssetIn(
+            partition_mapping=dg.TimeWindowPartitionMapping(
+                start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True
+            )
+        )
+    },
+)
+def previous_or_none(daily_up: Optional[pa.Table]) -> pa.Table:  # noqa: UP045 - the spelling users write
+    return daily_up if daily_up is not None else pa.table({"day": ["no previous day"], "n": [0]})
+
+
+def test_mapping_to_no_partition_loads_none(io_manager: RemoteStoreIOManager, datasets: ParquetDatasetStore) -> None:
+    with dg.DagsterInstance.ephemeral() as instance:
+        _materialize_days(io_manager, instance, ["2024-01-01"])
+        _run(
+            [daily_up, previous_or_none], io_manager, instance, selection=[previous_or_none], partition_key="2024-01-01"
+        )
+        _run(
+            [daily_up, previous_or_none], io_manager, instance, selection=[previous_or_none], partition_key="2024-01-02"
+        )
+    assert read(datasets, "previous_or_none/2024-01-01").to_pydict() == {"day": ["no previous day"], "n": [0]}
+    assert read(datasets, "previous_or_none/2024-01-02").to_pydict() == {"day": ["2024-01-01"] * 2, "n": [1, 10]}

@@ -38,7 +38,7 @@ from ..storage.base import Store, validate_key
 from ..storage.local import LocalStore
 from ..storage.s3 import S3Store
 from ._schema import arrow_schema_to_spark, natively_readable, spark_schema_to_arrow
-from ._write import check_shared_store, s3a_available, spark_uri
+from ._write import check_shared_store, s3a_available, spark_read_uri
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -346,7 +346,7 @@ def read_spark_dataset(
     if native:
         with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(entries))) as pool:
             list(pool.map(lambda e: _verify_footer(store, key, e, expected_schema, expected_hash), entries))
-        uris = [spark_uri(store, f"{key}/{e.path}") for e in entries]
+        uris = [spark_read_uri(store, f"{key}/{e.path}") for e in entries]
         return (
             spark.read.schema(spark_schema)
             .option("ignoreMissingFiles", "false")

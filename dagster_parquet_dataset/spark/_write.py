@@ -34,7 +34,6 @@ import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
@@ -121,12 +120,28 @@ def check_shared_store(store: Store, action: str) -> None:
 
 
 def spark_uri(store: Store, path: str) -> str | None:
-    """The URI under which Spark itself reaches ``path`` of ``store``, or ``None`` if it cannot."""
+    """The Hadoop path under which Spark itself reaches ``path`` of ``store``, or ``None`` if it cannot.
+
+    Not percent-encoded: Hadoop's ``Path`` quotes the characters a URI needs
+    quoted itself, so ``Path.as_uri()`` would encode twice (``a b`` would
+    become a folder literally named ``a%20b``).
+    """
     if isinstance(store, LocalStore):
-        return Path(store.root, *path.split("/")).as_uri()
+        return "file://" + os.path.join(store.root, *path.split("/"))
     if isinstance(store, S3Store):
         return f"s3a://{store.bucket}/" + "/".join(p for p in (store.prefix, path) if p)
     return None
+
+
+_GLOB_CHARS = frozenset("{}[]*?")
+
+
+def spark_read_uri(store: Store, path: str) -> str | None:
+    """:func:`spark_uri` with Hadoop's glob characters escaped, for ``spark.read`` (which globs its paths)."""
+    uri = spark_uri(store, path)
+    if uri is None:
+        return None
+    return "".join("\\" + c if c in _GLOB_CHARS else c for c in uri)
 
 
 def s3a_available(spark: SparkSession) -> bool:
@@ -398,6 +413,11 @@ class _SparkWrite:
         writer.save(uri)
 
         prefix = f"{self.key}/{folder}/"
+        if next(iter(self.store.list_files(f"{self.key}/{folder}")), None) is None:
+            # Spark always leaves at least _SUCCESS or an empty part; nothing means it wrote elsewhere.
+            raise RemoteStoreError(
+                f"Spark's writer left nothing at {uri}; it wrote somewhere else, so nothing is committed"
+            )
         names = sorted(
             info.path[len(prefix) :]
             for info in self.store.list_files(f"{self.key}/{folder}")

@@ -119,6 +119,21 @@ def test_write_then_read_back_everywhere(spark: SparkSession, local: ParquetData
 
 
 @pytest.mark.parametrize("mode", WRITE_MODES)
+def test_keys_with_spaces_percent_signs_and_glob_characters(spark: SparkSession, tmp_path: Any, mode: str) -> None:
+    """Dagster keys keep such characters (``echo[first]``, partition values); Spark must not reinterpret them."""
+    root = os.path.join(tmp_path, "odd")
+    datasets = ParquetDatasetStore(LocalStore(root))
+    key = "run/echo[first]/a b%25{x,y}*?é"
+    manifest = write_spark_dataset(spark.range(10).repartition(2), datasets, key, mode=mode)
+    assert manifest.row_count == 10 and len(manifest.parts) == 2
+    assert os.listdir(root) == ["run"] and os.listdir(os.path.join(root, "run")) == ["echo[first]"]  # nothing stray
+    for read_mode in ("native", "arrow"):
+        assert sorted(r.id for r in read_spark_dataset(spark, datasets, key, mode=read_mode).collect()) == list(
+            range(10)
+        )
+
+
+@pytest.mark.parametrize("mode", WRITE_MODES)
 def test_max_rows_per_file_splits_each_partition(spark: SparkSession, tmp_path: Any, mode: str) -> None:
     datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "s")), max_rows_per_file=7)
     manifest = write_spark_dataset(spark.range(50).repartition(2), datasets, "split", mode=mode)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ class WrappingStore(Store):
         self.inner = inner
         self.capabilities = inner.capabilities if capabilities is None else capabilities
         self.calls: Counter[str] = Counter()
+        self.bytes_read = 0
         self.log: list[tuple[str, str]] = []
         self._lock = threading.Lock()
 
@@ -54,9 +56,10 @@ class WrappingStore(Store):
         self._before("read_bytes", path)
         return self.inner.read_bytes(path)
 
-    def open_input(self, path: str) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
         self._before("open_input", path)
-        return self.inner.open_input(path)
+        source = self.inner.open_input(path, size=size)
+        return pa.PythonFile(_CountingReader(source, self), mode="r")
 
     @contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
@@ -94,6 +97,42 @@ class WrappingStore(Store):
         return self.inner.uri(path)
 
 
+class _CountingReader(io.RawIOBase):
+    """Passes reads through to ``source`` and adds their size to ``owner.bytes_read``."""
+
+    def __init__(self, source: pa.NativeFile, owner: WrappingStore) -> None:
+        super().__init__()
+        self._source = source
+        self._owner = owner
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, pos: int, whence: int = 0) -> int:
+        return self._source.seek(pos, whence)
+
+    def tell(self) -> int:
+        return self._source.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._source.read() if size is None or size < 0 else self._source.read(size)
+        with self._owner._lock:
+            self._owner.bytes_read += len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._source.close()
+        super().close()
+
+
 class CrashingStore(WrappingStore):
     """Raises :class:`InjectedCrash` at the ``crash_at``-th store call (1-based)."""
 
@@ -111,3 +150,8 @@ class CrashingStore(WrappingStore):
         if hit:
             self.crashed = True
             raise InjectedCrash(f"injected crash at call {self.crash_at}: {op} {path}")
+
+    def committed_before_crash(self, manifest_path: str) -> bool:
+        """Whether a compare-and-swap of ``manifest_path`` completed before the injected crash."""
+        before = self.log[: self.crash_at - 1] if self.crashed else self.log
+        return any(op == "write_if" and p == manifest_path for op, p in before)

@@ -22,14 +22,6 @@ def table_of(writer: int, rows: int = ROWS) -> pa.Table:
     return pa.table({"id": pa.array(range(rows), pa.int64()), "writer": pa.array([writer] * rows, pa.int64())})
 
 
-def _commit_index(store: CrashingStore, key: str) -> int:
-    """1-based call number of the manifest compare-and-swap in the store's log."""
-    for i, (op, path) in enumerate(store.log, start=1):
-        if op == "write_if" and path == f"{key}/manifest.json":
-            return i
-    raise AssertionError("no manifest commit in the log")
-
-
 @pytest.mark.parametrize("max_rows", [None, 5])
 def test_crash_at_every_step_of_an_overwrite_keeps_a_complete_version(store: Store, max_rows: int | None) -> None:
     old, new = table_of(1), table_of(2, rows=7)
@@ -47,12 +39,8 @@ def test_crash_at_every_step_of_an_overwrite_keeps_a_complete_version(store: Sto
         if not crashing.crashed:
             assert got.equals(new)
             break
-        committed = (
-            crash_at > _commit_index(crashing, key)
-            if any(op == "write_if" and p.endswith("manifest.json") for op, p in crashing.log[:-1])
-            else False
-        )
-        assert got.equals(new if committed else old), f"crash at call {crash_at}: {crashing.log[-1]}"
+        committed = crashing.committed_before_crash(f"{key}/manifest.json")
+        assert got.equals(new if committed else old), f"crash at call {crash_at}: {crashing.log[crash_at - 1]}"
         # The user retries: it must succeed and leave only the new version's files.
         manifest = ParquetDatasetStore(store, max_rows_per_file=max_rows).write_dataset(new, key, overwrite=True)
         assert reader.read_dataset(key).equals(new)

@@ -1,32 +1,47 @@
-"""Verified reads of the parts a manifest lists."""
+"""Planning and verified reads of the files a manifest lists.
+
+Planning is pure: the manifest and the filters decide which files can hold
+matching rows (partition values and statistics, conservative when either is
+missing). Reading then opens every selected file and checks its footer (it
+exists, has the recorded size, row count and schema) before any data page is
+read, reads only the needed columns, filters rows, and puts partition columns
+back.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..errors import DatasetIncomplete, NotFound
 from ..storage.base import Store
+from ._partition import add_partition_columns
+from ._pruning import ColumnStats, might_match, normalize_filters, partition_stats, residual_filters, to_expression
+from ._stats import decode_stats, decode_value
 from .manifest import DatasetManifest, FileEntry, schema_hash
 
 _MAX_IO_THREADS = 16
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class PartsVanished(Exception):
-    """Parts listed in the manifest are missing; the manifest may have moved on."""
+    """Parts listed in the manifest are missing or unreadable; the manifest may have moved on."""
 
     def __init__(self, missing: list[str], detail: str = "") -> None:
         super().__init__(", ".join(missing) + (f": {detail}" if detail else ""))
         self.missing = missing
 
 
-def _map(fn, items: Sequence, workers: int = _MAX_IO_THREADS) -> list:  # type: ignore[no-untyped-def, type-arg]
+def _map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     if len(items) <= 1:
         return [fn(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(workers, len(items)), thread_name_prefix="pds-read") as pool:
+    with ThreadPoolExecutor(max_workers=min(_MAX_IO_THREADS, len(items)), thread_name_prefix="pds-read") as pool:
         return list(pool.map(fn, items))
 
 
@@ -53,77 +68,183 @@ def check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key:
     return cols
 
 
-def verify_present(store: Store, dataset_key: str, entries: Sequence[FileEntry]) -> None:
-    """Check that every part exists (and has its recorded size) before any is read.
+@dataclass(frozen=True)
+class ReadPlan:
+    """Which files of one dataset version a read touches, and which pruning skipped.
 
-    Raises:
-        PartsVanished: some parts are missing.
-        DatasetIncomplete: a part's size differs from the manifest (truncated).
+    Attributes:
+        dataset_key, version: the version planned against.
+        selected: files that may hold matching rows, in manifest order.
+        pruned: files that partition values or statistics prove cannot.
+        filters: the normalized filters (disjunctive normal form), or ``None``.
     """
 
-    def _size(entry: FileEntry) -> tuple[FileEntry, int | None]:
-        try:
-            return entry, store.size(f"{dataset_key}/{entry.path}")
-        except NotFound:
-            return entry, None
-
-    sizes = _map(_size, entries)
-    missing = [e.path for e, size in sizes if size is None]
-    if missing:
-        raise PartsVanished(missing)
-    for entry, size in sizes:
-        if entry.size_bytes is not None and size != entry.size_bytes:
-            raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: part {entry.path!r} is {size} bytes but the manifest "
-                f"records {entry.size_bytes}; it is truncated or was replaced"
-            )
+    dataset_key: str
+    version: int
+    selected: tuple[FileEntry, ...]
+    pruned: tuple[FileEntry, ...]
+    filters: Any = None
+    manifest: DatasetManifest | None = None
 
 
-def _read_part(
+def file_constants(entry: FileEntry, schema: pa.Schema) -> dict[str, Any]:
+    """Columns whose value is the same for every row of the file: partition values
+    (decoded) and columns added after the file was written (null)."""
+    constants: dict[str, Any] = {}
+    for col, raw in (entry.partition_values or {}).items():
+        constants[col] = None if raw is None else decode_value(raw, schema.field(col).type)
+    for col in entry.missing_columns:
+        constants[col] = None
+    return constants
+
+
+def plan(manifest: DatasetManifest, schema: pa.Schema, filters: Any) -> ReadPlan:
+    """Split the manifest's files into selected and pruned for ``filters`` (no I/O).
+
+    Raises:
+        ValueError / TypeError: malformed filters, an unknown column, or a literal
+            that cannot be compared with its column.
+    """
+    dnf = normalize_filters(filters, schema)
+    entries = manifest.file_entries()
+    if dnf is None:
+        return ReadPlan(manifest.dataset_key, manifest.version, entries, (), None, manifest)
+    selected: list[FileEntry] = []
+    pruned: list[FileEntry] = []
+    filter_columns = {p.column for conj in dnf for p in conj}
+    for entry in entries:
+        stats: dict[str, ColumnStats] = decode_stats(
+            {c: s for c, s in (entry.stats or {}).items() if c in filter_columns}, schema
+        )
+        for col, value in file_constants(entry, schema).items():
+            stats[col] = partition_stats(value, entry.row_count)
+        if (
+            might_match(dnf, stats, entry.row_count)
+            and residual_filters(dnf, file_constants(entry, schema)) is not False
+        ):
+            selected.append(entry)
+        else:
+            pruned.append(entry)
+    return ReadPlan(manifest.dataset_key, manifest.version, tuple(selected), tuple(pruned), dnf, manifest)
+
+
+def _expected_file_schema(schema: pa.Schema, manifest: DatasetManifest, entry: FileEntry) -> pa.Schema:
+    skip = set(manifest.partition_by) | set(entry.missing_columns)
+    return pa.schema([f for f in schema if f.name not in skip], metadata=schema.metadata)
+
+
+def _damaged(dataset_key: str, entry: FileEntry, exc: BaseException) -> DatasetIncomplete:
+    return DatasetIncomplete(
+        f"dataset {dataset_key!r}: part {entry.path!r} is truncated, was replaced, or is not a Parquet file ({exc})"
+    )
+
+
+def _open_verified(
     store: Store,
     dataset_key: str,
+    manifest: DatasetManifest,
+    schema: pa.Schema | None,
     entry: FileEntry,
-    columns: list[str] | None,
-    expected_schema: pa.Schema | None,
-    expected_hash: str | None,
-) -> pa.Table:
+) -> tuple[pa.NativeFile, pq.ParquetFile]:
+    """Open one part and check its footer against the manifest (no data pages read)."""
     path = f"{dataset_key}/{entry.path}"
     try:
-        source = store.open_input(path)
-    except NotFound:
-        raise PartsVanished([entry.path]) from None
-    with source:
-        try:
-            parquet = pq.ParquetFile(source, pre_buffer=True)
-        except (pa.ArrowException, OSError) as exc:
-            raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: part {entry.path!r} is not a readable Parquet file ({exc})"
-            ) from None
+        if entry.size_bytes is None:
+            store.size(path)  # a Spec-only manifest: check existence up front
+        source = store.open_input(path, size=entry.size_bytes)
+    except (NotFound, FileNotFoundError) as exc:
+        raise PartsVanished([entry.path], str(exc)) from None
+    except OSError as exc:
+        raise _damaged(dataset_key, entry, exc) from None
+    try:
+        parquet = pq.ParquetFile(source, pre_buffer=True)
+    except FileNotFoundError as exc:
+        source.close()
+        raise PartsVanished([entry.path], str(exc)) from None
+    except (pa.ArrowException, OSError) as exc:
+        source.close()
+        raise _damaged(dataset_key, entry, exc) from None
+    try:
         rows = parquet.metadata.num_rows
         if entry.row_count is not None and rows != entry.row_count:
             raise DatasetIncomplete(
                 f"dataset {dataset_key!r}: part {entry.path!r} holds {rows} rows but the manifest "
                 f"records {entry.row_count}"
             )
-        schema = parquet.schema_arrow
-        if expected_schema is not None:
-            if not schema.equals(expected_schema, check_metadata=False):
+        actual = parquet.schema_arrow
+        if schema is not None and manifest.arrow_schema is not None:
+            expected = _expected_file_schema(schema, manifest, entry)
+            if not actual.equals(expected, check_metadata=False):
                 raise DatasetIncomplete(
-                    f"dataset {dataset_key!r}: part {entry.path!r} has schema {schema} "
-                    f"but the manifest records {expected_schema}"
+                    f"dataset {dataset_key!r}: part {entry.path!r} has schema {actual} "
+                    f"but the manifest records {expected}"
                 )
-        elif expected_hash is not None and schema_hash(schema) != expected_hash:
+        elif schema_hash(actual) != manifest.schema_hash:
             raise DatasetIncomplete(
                 f"dataset {dataset_key!r}: part {entry.path!r} has a schema whose hash "
-                f"{schema_hash(schema)} differs from the manifest's {expected_hash}"
+                f"{schema_hash(actual)} differs from the manifest's {manifest.schema_hash}"
             )
+    except BaseException:
+        source.close()
+        raise
+    return source, parquet
+
+
+def _open_all(
+    store: Store, dataset_key: str, manifest: DatasetManifest, schema: pa.Schema, entries: Sequence[FileEntry]
+) -> list[tuple[pa.NativeFile, pq.ParquetFile]]:
+    """Open and verify every part before any data page is read (fail fast, no partial reads)."""
+
+    def attempt(entry: FileEntry) -> tuple[pa.NativeFile, pq.ParquetFile] | BaseException:
         try:
-            table = parquet.read(columns=columns, use_threads=True)
-        except (pa.ArrowException, OSError) as exc:
+            return _open_verified(store, dataset_key, manifest, schema, entry)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below, after closing the others
+            return exc
+
+    results = _map(attempt, entries)
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        for r in results:
+            if not isinstance(r, BaseException):
+                r[0].close()
+        vanished = [e for e in errors if isinstance(e, PartsVanished)]
+        if vanished:
+            raise PartsVanished([p for e in vanished for p in e.missing], "; ".join(str(e) for e in vanished))
+        raise errors[0]
+    return results  # type: ignore[return-value]
+
+
+def _read_one(
+    dataset_key: str,
+    manifest: DatasetManifest,
+    schema: pa.Schema,
+    entry: FileEntry,
+    opened: tuple[pa.NativeFile, pq.ParquetFile],
+    output: list[str],
+    dnf: Any,
+) -> pa.Table:
+    source, parquet = opened
+    constants = file_constants(entry, schema)
+    residual = residual_filters(dnf, constants) if dnf is not None else True
+    filter_columns = {p.column for conj in residual for p in conj} if isinstance(residual, list) else set()
+    file_columns = set(parquet.schema_arrow.names)
+    wanted = [c for c in output if c in file_columns]
+    wanted += [c for c in sorted(filter_columns) if c in file_columns and c not in wanted]
+    with source:
+        try:
+            table = parquet.read(columns=wanted, use_threads=True)
+        except FileNotFoundError as exc:
             raise PartsVanished([entry.path], str(exc)) from None
-    if columns is not None and table.column_names != columns:
-        table = table.select(columns)
-    return table
+        except (pa.ArrowException, OSError) as exc:
+            raise DatasetIncomplete(f"dataset {dataset_key!r}: part {entry.path!r} could not be read ({exc})") from None
+    if residual is False:
+        table = table.slice(0, 0)
+    elif isinstance(residual, list):
+        table = table.filter(to_expression(residual))
+    missing = [c for c in output if c not in file_columns]
+    if missing:
+        table = add_partition_columns(table, entry.partition_values or {}, schema, missing)
+    return table.select(output)
 
 
 def read_parts(
@@ -131,42 +252,42 @@ def read_parts(
     dataset_key: str,
     manifest: DatasetManifest,
     columns: Sequence[str] | None,
+    filters: Any = None,
 ) -> pa.Table:
-    """Read and concatenate the manifest's parts, verifying each against it.
+    """Read the manifest's files that may match ``filters``, verifying each against it.
 
     Raises:
         PartsVanished: a part is missing or disappeared while being read
             (the caller re-reads the manifest to tell a race from damage).
         DatasetIncomplete: a part is truncated, unreadable, or its row count
             or schema disagrees with the manifest.
-        ValueError / TypeError: bad ``columns``.
+        ValueError / TypeError: bad ``columns`` or ``filters``.
     """
+    schema = manifest.schema
     entries = manifest.file_entries()
-    expected_schema = manifest.schema
-    projection: list[str] | None
-    if expected_schema is not None:
-        projection = check_columns(columns, expected_schema, dataset_key)
-    else:
-        projection = None if columns is None else list(columns)
-    verify_present(store, dataset_key, entries)
-    if expected_schema is None and entries and projection is not None:
-        # Spec-only manifest: the first part's footer is the schema to check against.
-        with store.open_input(f"{dataset_key}/{entries[0].path}") as first:
-            check_columns(projection, pq.ParquetFile(first).schema_arrow, dataset_key)
-    expected_hash = manifest.schema_hash if expected_schema is None else None
+    if schema is None:
+        if not entries:
+            return pa.table({})
+        # A Spec-only manifest: the first part's footer gives the schema.
+        first = entries[0]
+        _, footer = _open_verified(store, dataset_key, manifest, None, first)
+        schema = footer.schema_arrow
+    projection = check_columns(columns, schema, dataset_key)
+    read_plan = plan(manifest, schema, filters)
+    output = projection if projection is not None else schema.names
+    opened = _open_all(store, dataset_key, manifest, schema, read_plan.selected)
     tables = _map(
-        lambda e: _read_part(store, dataset_key, e, projection, expected_schema, expected_hash),
-        entries,
+        lambda pair: _read_one(dataset_key, manifest, schema, pair[0], pair[1], output, read_plan.filters),
+        list(zip(read_plan.selected, opened, strict=True)),
     )
-    if not tables:
-        schema = expected_schema if expected_schema is not None else pa.schema([])
-        if projection is not None:
-            schema = pa.schema([schema.field(c) for c in projection])
-        return schema.empty_table()
-    if expected_schema is None:
+    if schema is not None and manifest.arrow_schema is None:
         total = sum(t.num_rows for t in tables)
-        if total != manifest.row_count:
+        if filters is None and total != manifest.row_count:
             raise DatasetIncomplete(
                 f"dataset {dataset_key!r}: parts hold {total} rows but the manifest records {manifest.row_count}"
             )
+    result_schema = pa.schema([schema.field(c) for c in output], metadata=schema.metadata)
+    if not tables:
+        return result_schema.empty_table()
+    tables = [t if t.schema.equals(result_schema) else t.cast(result_schema) for t in tables]
     return pa.concat_tables(tables) if len(tables) > 1 else tables[0]

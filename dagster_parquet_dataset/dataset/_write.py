@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..storage.base import Store
+from ._stats import file_column_stats
 from .manifest import FileEntry
 
 #: Rows buffered per row group when a stream of small batches is written and
 #: no ``row_group_size`` is set; pyarrow's own default for tables.
-_DEFAULT_ROW_GROUP = 1024 * 1024
+DEFAULT_ROW_GROUP = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -64,10 +66,12 @@ def encode_part(
     schema: pa.Schema,
     tables: Iterable[pa.Table],
     options: PartOptions,
+    partition_values: dict[str, Any] | None = None,
 ) -> FileEntry:
     """Stream ``tables`` into one Parquet object at ``path``; atomic on success.
 
-    Row count and byte size come from the writer itself, not a second pass.
+    Row count, byte size and per-column statistics come from the writer
+    itself, not from a second pass over the data.
     """
     with store.open_output(path) as sink:
         writer = pq.ParquetWriter(sink, schema, compression=options.compression)
@@ -75,37 +79,60 @@ def encode_part(
             writer.write_table(table, row_group_size=options.row_group_size)
         writer.close()
         size = sink.tell()
-    rows = writer.writer.metadata.num_rows
-    return FileEntry(path=relative, row_count=rows, size_bytes=size)
+    metadata = writer.writer.metadata
+    return FileEntry(
+        path=relative,
+        row_count=metadata.num_rows,
+        size_bytes=size,
+        partition_values=partition_values,
+        stats=file_column_stats(metadata, schema) or None,
+    )
+
+
+@dataclass(frozen=True)
+class PartJob:
+    """One part to encode: where it goes and what it holds."""
+
+    path: str
+    relative: str
+    table: pa.Table
+    partition_values: dict[str, Any] | None = None
 
 
 def encode_parts(
     store: Store,
-    chunks: Iterable[pa.Table],
-    schema: pa.Schema,
-    name_for: Callable[[int], tuple[str, str]],
+    jobs: Iterable[PartJob],
     options: PartOptions,
     attempted: list[str],
     max_workers: int | None = None,
 ) -> list[FileEntry]:
-    """Encode each chunk as its own part, in parallel, with bounded memory.
+    """Encode each job as its own part, in parallel, with bounded memory.
 
-    ``name_for(i)`` gives the (store path, relative path) of part ``i``. At
-    most ``max_workers`` chunks are in flight, so a streamed input is never
+    At most ``max_workers`` jobs are in flight, so a streamed input is never
     held whole. Every store path started is appended to ``attempted`` so the
-    caller can clean up after a failure.
+    caller can clean up after a failure. Entries come back in job order.
     """
     workers = max_workers or os.cpu_count() or 1
     entries: list[FileEntry] = []
     in_flight: deque[Future[FileEntry]] = deque()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pds-encode") as pool:
         try:
-            for i, chunk in enumerate(chunks):
+            for job in jobs:
                 while len(in_flight) >= workers:
                     entries.append(in_flight.popleft().result())
-                path, relative = name_for(i)
-                attempted.append(path)
-                in_flight.append(pool.submit(encode_part, store, path, relative, schema, [chunk], options))
+                attempted.append(job.path)
+                in_flight.append(
+                    pool.submit(
+                        encode_part,
+                        store,
+                        job.path,
+                        job.relative,
+                        job.table.schema,
+                        [job.table],
+                        options,
+                        job.partition_values,
+                    )
+                )
             while in_flight:
                 entries.append(in_flight.popleft().result())
         except BaseException:
@@ -127,5 +154,5 @@ def stream_single(
     attempted.append(path)
     if isinstance(data, pa.Table):
         return encode_part(store, path, relative, data.schema, [data], options)
-    group = options.row_group_size or _DEFAULT_ROW_GROUP
+    group = options.row_group_size or DEFAULT_ROW_GROUP
     return encode_part(store, path, relative, data.schema, chunk_batches(data, data.schema, group), options)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -51,14 +51,31 @@ class FileEntry:
         path: path relative to the dataset key.
         row_count: rows in the file (``None`` if unknown, Spec-only manifests).
         size_bytes: the file's size in bytes (``None`` if unknown).
+        partition_values: for a partitioned dataset, the file's value of each
+            partition column, in the column type's canonical JSON form
+            (``None`` for a null value); the file itself does not hold them.
+        stats: per-column ``{"min", "max", "null_count"}`` from the Parquet
+            writer's metadata, canonical JSON form; absent keys mean unknown.
+        missing_columns: dataset columns added after this file was written; a
+            read fills them with nulls.
     """
 
     path: str
     row_count: int | None = None
     size_bytes: int | None = None
+    partition_values: dict[str, Any] | None = None
+    stats: dict[str, dict[str, Any]] | None = None
+    missing_columns: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out: dict[str, Any] = {"path": self.path, "row_count": self.row_count, "size_bytes": self.size_bytes}
+        if self.partition_values is not None:
+            out["partition_values"] = self.partition_values
+        if self.stats is not None:
+            out["stats"] = self.stats
+        if self.missing_columns:
+            out["missing_columns"] = list(self.missing_columns)
+        return out
 
     @classmethod
     def from_dict(cls, raw: Any) -> FileEntry:
@@ -74,7 +91,22 @@ class FileEntry:
                     f"manifest file entry {raw['path']!r} has a bad {name}: {value!r}",
                     reason=f"bad {name}",
                 )
-        return cls(raw["path"], rows, size)
+        partition_values = raw.get("partition_values")
+        if partition_values is not None and not isinstance(partition_values, dict):
+            raise ManifestCorrupted(
+                f"file entry {raw['path']!r}: partition_values is not an object", reason="bad partition_values"
+            )
+        stats = raw.get("stats")
+        if stats is not None and (not isinstance(stats, dict) or not all(isinstance(v, dict) for v in stats.values())):
+            raise ManifestCorrupted(
+                f"file entry {raw['path']!r}: stats is not an object of objects", reason="bad stats"
+            )
+        missing = raw.get("missing_columns") or []
+        if not isinstance(missing, list) or not all(isinstance(c, str) for c in missing):
+            raise ManifestCorrupted(
+                f"file entry {raw['path']!r}: missing_columns is not a list of names", reason="bad missing_columns"
+            )
+        return cls(raw["path"], rows, size, partition_values, stats, tuple(missing))
 
 
 @dataclass(frozen=True)
@@ -98,9 +130,13 @@ class DatasetManifest:
     files: tuple[FileEntry, ...] = field(default_factory=tuple)
     arrow_schema: str | None = None
     obsolete: tuple[str, ...] = ()
-    """Files the replaced version used and this one does not. The commit that
-    wrote this manifest deletes them right after committing; if it crashed
-    first, the next commit deletes them, so no file is orphaned."""
+    """Files no retained version uses any more. The commit that wrote this
+    manifest deletes them right after committing; if it crashed first, the
+    next commit deletes them, so no file is orphaned."""
+    partition_by: tuple[str, ...] = ()
+    """Columns the data is partitioned by (``col=value/`` folders)."""
+    operation: str | None = None
+    """What made this version: ``write``, ``overwrite``, ``append`` or ``merge``."""
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -130,6 +166,8 @@ class DatasetManifest:
             out["files"] = [f.to_dict() for f in self.files]
             out["arrow_schema"] = self.arrow_schema
             out["obsolete"] = list(self.obsolete)
+            out["partition_by"] = list(self.partition_by)
+            out["operation"] = self.operation
         return out
 
     def to_json(self) -> str:
@@ -216,6 +254,14 @@ class DatasetManifest:
                 raise ManifestCorrupted(
                     f"manifest lists an unsafe obsolete file: {exc}", reason="unsafe part"
                 ) from None
+        partition_by = raw.get("partition_by") or []
+        if not isinstance(partition_by, list) or not all(isinstance(c, str) for c in partition_by):
+            raise ManifestCorrupted(
+                "manifest 'partition_by' should be a list of column names", reason="bad partition_by"
+            )
+        operation = raw.get("operation")
+        if operation is not None and not isinstance(operation, str):
+            raise ManifestCorrupted("manifest 'operation' should be a string", reason="bad operation")
         arrow_schema = raw.get("arrow_schema")
         if arrow_schema is not None:
             if not isinstance(arrow_schema, str):
@@ -240,4 +286,6 @@ class DatasetManifest:
             files=files,
             arrow_schema=arrow_schema,
             obsolete=tuple(obsolete),
+            partition_by=tuple(partition_by),
+            operation=operation,
         )

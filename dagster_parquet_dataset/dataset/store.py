@@ -25,10 +25,13 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from ..errors import (
@@ -40,9 +43,22 @@ from ..errors import (
     ManifestCorrupted,
     NotFound,
 )
-from ..storage.base import Capability, Store, validate_key
-from ._read import PartsVanished, read_parts
-from ._write import PartOptions, chunk_batches, encode_parts, stream_single, table_chunks
+from ..storage.base import Capability, FileInfo, Store, validate_key
+from ._merge import KeyIndex, MergeResult, check_merge_args, match_keys
+from ._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
+from ._pruning import partition_stats
+from ._read import PartsVanished, ReadPlan, file_constants, plan, read_parts
+from ._schema import conform_table, evolve_schema
+from ._stats import decode_stats
+from ._write import (
+    DEFAULT_ROW_GROUP,
+    PartJob,
+    PartOptions,
+    chunk_batches,
+    encode_parts,
+    stream_single,
+    table_chunks,
+)
 from .manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
 
 log = logging.getLogger(__name__)
@@ -51,6 +67,8 @@ MANIFEST_NAME = "manifest.json"
 SUCCESS_NAME = "_SUCCESS"
 CLAIM_NAME = "_claim"
 SINGLE_FILE_NAME = "data.parquet"
+VERSIONS_DIR = "_versions"
+_DEFAULT: Any = object()
 
 _COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")
 _COMMIT_ATTEMPTS = 20
@@ -128,8 +146,13 @@ class ParquetDatasetStore:
         row_group_size: rows per row group (pyarrow's default when ``None``).
         max_rows_per_file: split writes into ``part-NNNNN.parquet`` files of at
             most this many rows, encoded in parallel; ``None`` writes one
-            ``data.parquet``.
+            ``data.parquet`` (one file per partition folder when partitioned).
         max_workers: threads that encode parts (default: CPU count).
+        retain_versions: how many versions stay readable after a commit. ``1``
+            (the default) keeps only the newest version's files, as Spec 042
+            expects of an overwrite; ``N`` keeps the newest ``N`` versions
+            readable with ``read_dataset(..., version=...)``; ``None`` keeps every
+            version until :meth:`vacuum`.
 
     Construction does no I/O.
 
@@ -146,6 +169,7 @@ class ParquetDatasetStore:
         row_group_size: int | None = None,
         max_rows_per_file: int | None = None,
         max_workers: int | None = None,
+        retain_versions: int | None = 1,
     ) -> None:
         if not isinstance(store, Store):
             raise TypeError(f"store must be a dagster_parquet_dataset Store, got {type(store).__name__}")
@@ -154,16 +178,19 @@ class ParquetDatasetStore:
         _check_positive("row_group_size", row_group_size)
         _check_positive("max_rows_per_file", max_rows_per_file)
         _check_positive("max_workers", max_workers)
+        _check_positive("retain_versions", retain_versions)
         self.store = store
         self.compression = compression.lower()
         self.row_group_size = row_group_size
         self.max_rows_per_file = max_rows_per_file
         self.max_workers = max_workers
+        self.retain_versions = retain_versions
 
     def __repr__(self) -> str:
         return (
             f"ParquetDatasetStore({self.store!r}, compression={self.compression!r}, "
-            f"row_group_size={self.row_group_size}, max_rows_per_file={self.max_rows_per_file})"
+            f"row_group_size={self.row_group_size}, max_rows_per_file={self.max_rows_per_file}, "
+            f"retain_versions={self.retain_versions})"
         )
 
     # ------------------------------------------------------------------ helpers
@@ -195,6 +222,15 @@ class ParquetDatasetStore:
             except Exception as exc:  # cleanup must not hide the real outcome
                 log.warning("could not delete %r: %s", path, exc)
 
+    @staticmethod
+    def _check_input(table: object, action: str) -> None:
+        if not isinstance(table, (pa.Table, pa.RecordBatchReader)):
+            hint = " (convert with pyarrow.Table.from_pandas)" if type(table).__name__ == "DataFrame" else ""
+            raise TypeError(
+                f"{action} takes a pyarrow.Table or pyarrow.RecordBatchReader, "
+                f"got {type(table).__module__}.{type(table).__name__}{hint}"
+            )
+
     # -------------------------------------------------------------------- write
 
     def write_dataset(
@@ -205,11 +241,14 @@ class ParquetDatasetStore:
         overwrite: bool = False,
         run_id: str | None = None,
         metadata: dict[str, str] | None = None,
+        partition_by: Sequence[str] | None = None,
     ) -> DatasetManifest:
         """Write ``table`` as the dataset ``key`` and commit it atomically (PDS-002).
 
         ``table`` may be a :class:`pyarrow.RecordBatchReader`, which is streamed
-        part by part and never held whole.
+        part by part and never held whole. With ``partition_by``, rows go to
+        ``col=value/`` folders and the files leave those columns out; reads put
+        them back with their types.
 
         Returns:
             The committed manifest.
@@ -222,20 +261,18 @@ class ParquetDatasetStore:
             TypeError / ValueError: bad input; nothing is written.
         """
         key = self._key(key)
-        if not isinstance(table, (pa.Table, pa.RecordBatchReader)):
-            hint = " (convert with pyarrow.Table.from_pandas)" if type(table).__name__ == "DataFrame" else ""
-            raise TypeError(
-                f"write_dataset takes a pyarrow.Table or pyarrow.RecordBatchReader, "
-                f"got {type(table).__module__}.{type(table).__name__}{hint}"
-            )
+        self._check_input(table, "write_dataset")
+        partition = check_partition_by(partition_by, table.schema)
         pending = self.begin_write(key, overwrite=overwrite, run_id=run_id, metadata=metadata)
         attempted: list[str] = []
         try:
-            entries = self._write_parts(table, pending, attempted)
+            entries = self._write_parts(table, pending, partition, attempted)
         except BaseException:
             self._delete_quietly(attempted)
             raise
-        return self._finish(pending, entries, table.schema, attempted)
+        operation = "overwrite" if pending.token is not None else "write"
+        base = self._manifest(key, entries, table.schema, pending.run_id, pending.metadata, partition, operation)
+        return self._commit_and_finish(key, lambda _current: base, pending, attempted, exclusive=not overwrite)
 
     def begin_write(
         self,
@@ -301,42 +338,45 @@ class ParquetDatasetStore:
             if not isinstance(entry, FileEntry):
                 raise TypeError(f"entries must be FileEntry objects, got {type(entry).__name__}")
             validate_key(entry.path, what="part path")
-            if entry.path in (MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME):
+            if entry.path in (MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME) or entry.path.startswith(VERSIONS_DIR + "/"):
                 raise ValueError(f"part path {entry.path!r} is reserved for the dataset's own files")
             if entry.row_count is None:
                 raise ValueError(f"part {entry.path!r} has no row count; read it from the file's footer")
         if len({e.path for e in entries}) != len(entries):
             raise ValueError("entries list the same part path more than once")
-        return self._finish(pending, entries, schema, [f"{pending.key}/{e.path}" for e in entries])
+        operation = "overwrite" if pending.token is not None else "write"
+        base = self._manifest(pending.key, entries, schema, pending.run_id, pending.metadata, (), operation)
+        attempted = [f"{pending.key}/{e.path}" for e in entries]
+        return self._commit_and_finish(
+            pending.key, lambda _current: base, pending, attempted, exclusive=not pending.overwrite
+        )
 
-    def _finish(
-        self, pending: PendingWrite, entries: list[FileEntry], schema: pa.Schema, attempted: list[str]
+    def _manifest(
+        self,
+        key: str,
+        entries: Sequence[FileEntry],
+        schema: pa.Schema,
+        run_id: str | None,
+        metadata: dict[str, str] | None,
+        partition_by: Sequence[str],
+        operation: str,
     ) -> DatasetManifest:
-        """Build the manifest for ``entries``, commit it, write ``_SUCCESS``, delete obsolete files."""
-        key = pending.key
-        base = DatasetManifest(
+        return DatasetManifest(
             dataset_key=key,
             parts=[e.path for e in entries],
             row_count=sum(e.row_count or 0 for e in entries),
             schema_hash=schema_hash(schema),
             compression=self.compression,
             created_at_utc=_now_utc(),
-            run_id=pending.run_id,
-            metadata=pending.metadata,
+            run_id=run_id,
+            metadata=metadata,
             format_version=FORMAT_VERSION,
             version=1,
             files=tuple(entries),
             arrow_schema=encode_schema(schema),
+            partition_by=tuple(partition_by),
+            operation=operation,
         )
-        try:
-            committed = self._commit(key, base, pending.current, pending.token, pending.overwrite)
-        except BaseException:
-            self._delete_quietly(attempted)
-            raise
-
-        self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        self._delete_quietly(f"{key}/{p}" for p in committed.obsolete)
-        return committed
 
     def _claim(self, key: str, txn: str) -> bool:
         """Win the right to write Spec-named parts for a new dataset.
@@ -356,47 +396,101 @@ class ParquetDatasetStore:
         self,
         data: pa.Table | pa.RecordBatchReader,
         pending: PendingWrite,
+        partition_by: Sequence[str],
         attempted: list[str],
     ) -> list[FileEntry]:
         options = PartOptions(self.compression, self.row_group_size)
         key = pending.key
-        if self.max_rows_per_file is None:
-            name = pending.single_name()
-            return [stream_single(self.store, f"{key}/{name}", name, data, options, attempted)]
+        if not partition_by:
+            if self.max_rows_per_file is None:
+                name = pending.single_name()
+                return [stream_single(self.store, f"{key}/{name}", name, data, options, attempted)]
+            if isinstance(data, pa.Table):
+                chunks = table_chunks(data, self.max_rows_per_file)
+            else:
+                chunks = chunk_batches(data, data.schema, self.max_rows_per_file)
+            jobs = (
+                PartJob(f"{key}/{pending.part_name(i)}", pending.part_name(i), chunk) for i, chunk in enumerate(chunks)
+            )
+            return encode_parts(self.store, jobs, options, attempted, self.max_workers)
+        return encode_parts(
+            self.store, self._partition_jobs(data, pending, partition_by), options, attempted, self.max_workers
+        )
 
-        def name_for(i: int) -> tuple[str, str]:
-            name = pending.part_name(i)
-            return f"{key}/{name}", name
+    def _partition_jobs(
+        self, data: pa.Table | pa.RecordBatchReader, pending: PendingWrite, partition_by: Sequence[str]
+    ) -> Iterator[PartJob]:
+        """One job per (partition, chunk of at most ``max_rows_per_file`` rows).
 
-        if isinstance(data, pa.Table):
-            chunks = table_chunks(data, self.max_rows_per_file)
-        else:
-            chunks = chunk_batches(data, data.schema, self.max_rows_per_file)
-        return encode_parts(self.store, chunks, data.schema, name_for, options, attempted, self.max_workers)
+        A table is split one partition at a time; a stream is cut into chunks
+        first, so memory stays bounded either way.
+        """
+        schema = data.schema
+        limit = self.max_rows_per_file or DEFAULT_ROW_GROUP
+        pieces = [data] if isinstance(data, pa.Table) else chunk_batches(data, schema, limit)
+        index = 0
+        for piece in pieces:
+            for values, rows in split_by_partition(piece, partition_by):
+                folder = partition_folder(partition_by, values)
+                encoded = encode_partition_values(partition_by, values, schema)
+                for chunk in table_chunks(rows, self.max_rows_per_file or max(rows.num_rows, 1)):
+                    name = f"{folder}/{pending.part_name(index)}"
+                    index += 1
+                    yield PartJob(f"{pending.key}/{name}", name, chunk, encoded)
+
+    # ------------------------------------------------------------------- commit
+
+    def _commit_and_finish(
+        self,
+        key: str,
+        build: Callable[[DatasetManifest | None], DatasetManifest],
+        pending: PendingWrite,
+        attempted: list[str],
+        *,
+        exclusive: bool,
+    ) -> DatasetManifest:
+        """Commit, write ``_SUCCESS``, delete obsolete files; on failure delete ``attempted``."""
+        try:
+            committed = self._commit(key, build, pending.current, pending.token, exclusive=exclusive)
+        except BaseException:
+            self._delete_quietly(attempted)
+            raise
+        self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
+        self._delete_quietly(f"{key}/{p}" for p in committed.obsolete)
+        return committed
 
     def _commit(
         self,
         key: str,
-        new: DatasetManifest,
+        build: Callable[[DatasetManifest | None], DatasetManifest],
         current: DatasetManifest | None,
         token: str | None,
-        overwrite: bool,
+        *,
+        exclusive: bool,
     ) -> DatasetManifest:
-        """Compare-and-swap ``manifest.json`` on top of the latest version; returns what was committed."""
+        """Compare-and-swap ``manifest.json`` on top of the latest version.
+
+        ``build(current)`` returns the new manifest's content given the version
+        it will replace; it is called again after every lost race (it may raise
+        to give up). Returns the committed manifest.
+
+        Raises:
+            AlreadyExists: ``exclusive`` and the dataset appeared meanwhile.
+            CommitConflict: other writers kept winning the race.
+        """
         path = f"{key}/{MANIFEST_NAME}"
         for _ in range(_COMMIT_ATTEMPTS):
+            new = build(current)
             version = (current.version + 1) if current is not None else (2 if token is not None else 1)
-            keep = set(new.parts)
-            obsolete: list[str] = []
-            if current is not None:
-                # The replaced version's files, plus any its writer crashed before deleting.
-                obsolete = [p for p in dict.fromkeys([*current.obsolete, *current.parts]) if p not in keep]
-            candidate = replace(new, version=version, obsolete=tuple(obsolete))
+            candidate = replace(new, version=version, obsolete=self._obsolete(key, new, current))
+            if current is not None and self.retain_versions != 1:
+                # Keep the replaced version readable: its manifest moves into _versions/.
+                self.store.write_bytes(f"{key}/{_version_path(current.version)}", current.to_json().encode("utf-8"))
             try:
                 self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
                 return candidate
             except CommitConflict:
-                if not overwrite:
+                if exclusive:
                     raise AlreadyExists(f"dataset {key!r} was created by another writer meanwhile") from None
                 current, token = self._read_current(key)
         raise CommitConflict(
@@ -404,26 +498,395 @@ class ParquetDatasetStore:
             "other writers keep committing to it"
         )
 
-    # --------------------------------------------------------------------- read
+    def _obsolete(self, key: str, new: DatasetManifest, current: DatasetManifest | None) -> tuple[str, ...]:
+        """Files no retained version needs once ``new`` replaces ``current``."""
+        if current is None:
+            return ()
+        keep = set(new.parts)
+        if self.retain_versions is None:
+            return tuple(p for p in current.obsolete if p not in keep)
+        if self.retain_versions == 1:
+            return tuple(p for p in dict.fromkeys([*current.obsolete, *current.parts]) if p not in keep)
+        # Versions current.version - retain + 2 .. current.version stay; one drops out.
+        dropped_version = current.version + 1 - self.retain_versions
+        retained = [current]
+        for v in range(max(dropped_version + 1, 1), current.version):
+            old = self._read_version_copy(key, v)
+            if old is not None:
+                retained.append(old)
+        for m in retained:
+            keep.update(m.parts)
+        doomed = list(current.obsolete)
+        if dropped_version >= 1:
+            dropped = self._read_version_copy(key, dropped_version)
+            if dropped is not None:
+                doomed += dropped.parts
+            doomed.append(_version_path(dropped_version))
+        return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
 
-    def read_manifest(self, key: str) -> DatasetManifest:
-        """Read and parse ``{key}/manifest.json`` (PDS-012).
+    def _read_version_copy(self, key: str, version: int) -> DatasetManifest | None:
+        try:
+            return DatasetManifest.from_json(self.store.read_bytes(f"{key}/{_version_path(version)}"))
+        except (NotFound, ManifestCorrupted):
+            return None
+
+    # ------------------------------------------------------------------- append
+
+    def append_dataset(
+        self,
+        table: pa.Table | pa.RecordBatchReader,
+        key: str,
+        *,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        partition_by: Sequence[str] | None = None,
+        allow_new_columns: bool = False,
+    ) -> DatasetManifest:
+        """Add ``table``'s rows to the dataset ``key`` as a new version (creating it if absent).
+
+        Existing files stay as they are; the new rows go to new files (in the
+        dataset's partition folders, if it is partitioned). Concurrent appends
+        never lose rows: a commit that loses the race is rebased on the latest
+        version and retried.
+
+        Returns:
+            The committed manifest.
 
         Raises:
-            NotFound: no manifest.
+            ValueError: the data's schema differs from the dataset's (the message
+                names the columns), new columns without ``allow_new_columns``,
+                or ``partition_by`` differs from the dataset's.
+            ManifestCorrupted: the live manifest cannot be parsed.
+            TypeError: bad input; nothing is written.
+        """
+        key = self._key(key)
+        self._check_input(table, "append_dataset")
+        metadata = _check_metadata(metadata)
+        if run_id is not None and not isinstance(run_id, str):
+            raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
+        self._require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, action="append to datasets")
+        current, token = self._read_current(key)
+        if current is None and token is not None:
+            self.read_manifest(key)  # raises ManifestCorrupted with the reason
+        if current is None:
+            partition = check_partition_by(partition_by, table.schema)
+        else:
+            partition = current.partition_by
+            if partition_by is not None and tuple(partition_by) != partition:
+                raise ValueError(
+                    f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}; "
+                    "an append keeps the dataset's partitioning"
+                )
+            self._append_schema(key, current, table.schema, allow_new_columns)
+        txn = uuid.uuid4().hex[:16]
+        pending = PendingWrite(key, txn, False, False, run_id, metadata, current, token)
+        attempted: list[str] = []
+        try:
+            entries = self._write_parts(table, pending, partition, attempted)
+        except BaseException:
+            self._delete_quietly(attempted)
+            raise
+        incoming = table.schema
+
+        def build(latest: DatasetManifest | None) -> DatasetManifest:
+            if latest is None:
+                return self._manifest(key, entries, incoming, run_id, metadata, partition, "append")
+            if latest.partition_by != partition:
+                raise CommitConflict(f"dataset {key!r} was repartitioned by a concurrent write; append again")
+            schema = self._append_schema(key, latest, incoming, allow_new_columns)
+            added = [n for n in schema.names if latest.schema is not None and n not in latest.schema.names]
+            old = [replace(f, missing_columns=f.missing_columns + tuple(added)) if added else f for f in latest.files]
+            ours = [
+                replace(f, missing_columns=tuple(n for n in schema.names if n not in incoming.names)) for f in entries
+            ]
+            return self._manifest(key, [*old, *ours], schema, run_id, metadata, partition, "append")
+
+        return self._commit_and_finish(key, build, pending, attempted, exclusive=False)
+
+    @staticmethod
+    def _append_schema(key: str, current: DatasetManifest, incoming: pa.Schema, allow_new_columns: bool) -> pa.Schema:
+        schema = current.schema
+        if schema is None:
+            raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to append")
+        data_schema = schema
+        return evolve_schema(data_schema, incoming, allow_new_columns=allow_new_columns, key=key)
+
+    # -------------------------------------------------------------------- merge
+
+    def merge_dataset(
+        self,
+        source: pa.Table,
+        key: str,
+        *,
+        key_columns: Sequence[str],
+        strategy: str = "upsert",
+        partition_by: Sequence[str] | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> MergeResult:
+        """Merge ``source`` into the dataset by ``key_columns`` (seed 003).
+
+        ``upsert`` replaces matching rows whole and inserts the rest; ``update``
+        only replaces; ``insert`` only adds rows whose key is new. Candidate
+        files come from partition and statistics pruning (conservative when
+        statistics are missing) and are confirmed by reading only their key
+        columns; exactly the files holding matched keys are rewritten, every
+        other file stays referenced as it is. A concurrent commit that touches
+        the merge's files makes it plan again.
+
+        Returns:
+            A :class:`MergeResult`.
+
+        Raises:
+            ValueError: duplicate or null keys in the source, unknown strategy,
+                a schema the dataset's cannot take, or a key whose partition
+                values would change (partition columns cannot change for
+                existing keys).
+            DatasetNotFound: ``strategy="update"`` on a dataset that does not exist.
+            TypeError: ``source`` is not a ``pyarrow.Table``.
+        """
+        key = self._key(key)
+        keys = check_merge_args(source, key_columns, strategy)
+        metadata = _check_metadata(metadata)
+        self._require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
+        for _ in range(_COMMIT_ATTEMPTS):
+            current, token = self._read_current(key)
+            if current is None and token is not None:
+                self.read_manifest(key)  # raises ManifestCorrupted with the reason
+            if current is None:
+                if strategy == "update":
+                    raise DatasetNotFound(f"dataset {key!r} does not exist; nothing to update")
+                try:
+                    manifest = self.write_dataset(
+                        source, key, run_id=run_id, metadata=metadata, partition_by=partition_by
+                    )
+                except AlreadyExists:
+                    continue  # created meanwhile: merge into it
+                return MergeResult(source.num_rows, 0, (), (), tuple(manifest.parts), manifest.version)
+            try:
+                return self._merge_into(key, current, token, source, keys, strategy, partition_by, run_id, metadata)
+            except (_Replan, PartsVanished):
+                continue  # a concurrent commit replaced files this merge planned on
+        raise CommitConflict(f"dataset {key!r}: gave up merging after {_COMMIT_ATTEMPTS} attempts")
+
+    def _merge_into(
+        self,
+        key: str,
+        current: DatasetManifest,
+        token: str | None,
+        source: pa.Table,
+        keys: list[str],
+        strategy: str,
+        partition_by: Sequence[str] | None,
+        run_id: str | None,
+        metadata: dict[str, str] | None,
+    ) -> MergeResult:
+        schema = current.schema
+        if schema is None:
+            raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to merge")
+        partition = current.partition_by
+        if partition_by is not None and tuple(partition_by) != partition:
+            raise ValueError(f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}")
+        source = conform_table(source, schema, key=key)
+        index = KeyIndex(source, keys)
+        source_partitions = _encoded_partitions(source, partition) if partition else set()
+
+        # Plan: which files may hold source keys, from partition values and key statistics alone.
+        rewrite_candidates: list[FileEntry] = []
+        move_candidates: list[FileEntry] = []
+        for entry in current.files:
+            stats = decode_stats({c: s for c, s in (entry.stats or {}).items() if c in keys}, schema)
+            for col, value in file_constants(entry, schema).items():
+                stats[col] = partition_stats(value, entry.row_count)
+            if not index.might_contain(stats):
+                continue
+            if partition and self._partition_tuple(entry, partition) not in source_partitions:
+                move_candidates.append(entry)
+            else:
+                rewrite_candidates.append(entry)
+
+        # Confirm by reading only key columns.
+        matched_source = np.zeros(source.num_rows, dtype=bool)
+        file_matches: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        elsewhere = {e.path for e in move_candidates}
+        for entry, found in zip(
+            rewrite_candidates + move_candidates,
+            _read_map(lambda e: self._read_file(key, current, schema, e, keys), rewrite_candidates + move_candidates),
+            strict=True,
+        ):
+            target_rows, source_rows = match_keys(found, source, keys)
+            if not len(source_rows):
+                continue
+            moved = partition and _encoded_partitions(source.take(pa.array(source_rows)), partition) != {
+                self._partition_tuple(entry, partition)
+            }
+            if entry.path in elsewhere or moved:
+                example = {k: source.column(k)[int(source_rows[0])].as_py() for k in keys}
+                raise ValueError(
+                    f"dataset {key!r}: key {example} exists in partition "
+                    f"{self._partition_tuple(entry, partition)} but the source puts it in another; "
+                    "partition columns cannot change for existing keys"
+                )
+            matched_source[source_rows] = True
+            file_matches[entry.path] = (target_rows, source_rows)
+
+        rewrite = [e for e in rewrite_candidates if e.path in file_matches] if strategy != "insert" else []
+        insert_rows = np.flatnonzero(~matched_source) if strategy != "update" else np.array([], dtype=np.int64)
+        updated = int(sum(len(file_matches[e.path][1]) for e in rewrite))
+        if not rewrite and not len(insert_rows):
+            return MergeResult(0, 0, (), tuple(current.parts), (), None)
+
+        txn = uuid.uuid4().hex[:16]
+        pending = PendingWrite(key, txn, False, True, run_id, metadata, current, token)
+        options = PartOptions(self.compression, self.row_group_size)
+        attempted: list[str] = []
+        try:
+            jobs: list[PartJob] = []
+            for n, entry in enumerate(rewrite):
+                target_rows, source_rows = file_matches[entry.path]
+                old = self._read_file(key, current, schema, entry, None)
+                keep_mask = np.ones(old.num_rows, dtype=bool)
+                keep_mask[target_rows] = False
+                merged = pa.concat_tables([old.filter(pa.array(keep_mask)), source.take(pa.array(source_rows))])
+                folder = entry.path.rpartition("/")[0]
+                name = f"{folder}/{_merge_name(n, txn)}" if folder else _merge_name(n, txn)
+                jobs.append(
+                    PartJob(f"{key}/{name}", name, merged.drop_columns(list(partition)), entry.partition_values)
+                )
+            inserts = source.take(pa.array(insert_rows)) if len(insert_rows) else None
+            new_entries = encode_parts(self.store, jobs, options, attempted, self.max_workers)
+            if inserts is not None:
+                new_entries += self._write_parts(inserts, pending, partition, attempted)
+        except BaseException:
+            self._delete_quietly(attempted)
+            raise
+
+        rewritten = {e.path for e in rewrite}
+        touched = {e.path for e in rewrite_candidates + move_candidates}
+
+        def build(latest: DatasetManifest | None) -> DatasetManifest:
+            if latest is None or latest.version != current.version:
+                if latest is None or not self._rebase_safe(latest, current, touched, rewritten, index, schema):
+                    raise _Replan()
+            base = latest
+            files = [f for f in base.files if f.path not in rewritten] + new_entries
+            return self._manifest(key, files, schema, run_id, metadata, partition, "merge")
+
+        try:
+            committed = self._commit_and_finish(key, build, pending, attempted, exclusive=False)
+        except _Replan:
+            self._delete_quietly(attempted)
+            raise
+        new_paths = tuple(e.path for e in new_entries)
+        preserved = tuple(p for p in committed.parts if p not in set(new_paths))
+        return MergeResult(
+            inserted=len(insert_rows),
+            updated=updated,
+            rewritten_files=tuple(sorted(rewritten)),
+            preserved_files=preserved,
+            new_files=new_paths,
+            version=committed.version,
+        )
+
+    @staticmethod
+    def _partition_tuple(entry: FileEntry, partition: Sequence[str]) -> tuple[Any, ...]:
+        values = entry.partition_values or {}
+        return tuple(values.get(c) for c in partition)
+
+    def _rebase_safe(
+        self,
+        latest: DatasetManifest,
+        planned: DatasetManifest,
+        touched: set[str],
+        rewritten: set[str],
+        index: KeyIndex,
+        schema: pa.Schema,
+    ) -> bool:
+        """Whether a merge planned on ``planned`` may commit on ``latest`` as it is.
+
+        Only if every file it looked at is still there unchanged and no file the
+        concurrent commits added can hold one of the source's keys.
+        """
+        if latest.schema is None or not latest.schema.equals(schema) or latest.partition_by != planned.partition_by:
+            return False
+        latest_paths = {f.path for f in latest.files}
+        if not touched <= latest_paths or not rewritten <= latest_paths:
+            return False
+        planned_paths = {f.path for f in planned.files}
+        for entry in latest.files:
+            if entry.path in planned_paths:
+                continue
+            stats = decode_stats(entry.stats or {}, schema)
+            for col, value in file_constants(entry, schema).items():
+                stats[col] = partition_stats(value, entry.row_count)
+            if index.might_contain(stats):
+                return False
+        return True
+
+    def _read_file(
+        self,
+        key: str,
+        manifest: DatasetManifest,
+        schema: pa.Schema,
+        entry: FileEntry,
+        columns: Sequence[str] | None,
+    ) -> pa.Table:
+        single = replace(manifest, parts=[entry.path], files=(entry,), row_count=entry.row_count or 0)
+        return read_parts(self.store, key, single, columns)
+
+    # --------------------------------------------------------------------- read
+
+    def read_manifest(self, key: str, *, version: int | None = None) -> DatasetManifest:
+        """Read and parse ``{key}/manifest.json`` (PDS-012), or a retained past version's.
+
+        Raises:
+            NotFound: no manifest (or that version is not retained).
             ManifestCorrupted: the manifest cannot be parsed or is invalid.
         """
         key = self._key(key)
+        live = self._parse(key, MANIFEST_NAME)
+        if version is None or version == live.version:
+            return live
+        _check_positive("version", version)
+        if version > live.version:
+            raise NotFound(f"dataset {key!r} has no version {version}; the latest is {live.version}")
         try:
-            raw = self.store.read_bytes(f"{key}/{MANIFEST_NAME}")
+            return self._parse(key, _version_path(version))
         except NotFound:
-            raise NotFound(f"dataset {key!r} has no {MANIFEST_NAME}") from None
+            raise NotFound(
+                f"version {version} of dataset {key!r} is not retained "
+                f"(retained: {[m.version for m in self.history(key)]})"
+            ) from None
+
+    def _parse(self, key: str, name: str) -> DatasetManifest:
+        try:
+            raw = self.store.read_bytes(f"{key}/{name}")
+        except NotFound:
+            raise NotFound(f"dataset {key!r} has no {name}") from None
         try:
             return DatasetManifest.from_json(raw)
         except ManifestCorrupted as exc:
             raise ManifestCorrupted(f"dataset {key!r}: {exc}", reason=exc.reason) from None
 
-    def _committed_manifest(self, key: str) -> DatasetManifest:
+    def history(self, key: str) -> list[DatasetManifest]:
+        """Manifests of the retained versions, newest first.
+
+        Raises:
+            NotFound: the dataset has no manifest.
+        """
+        key = self._key(key)
+        live = self.read_manifest(key)
+        versions = {live.version: live}
+        if self.store.supports(Capability.LIST):
+            for info in self.store.list_files(f"{key}/{VERSIONS_DIR}"):
+                try:
+                    old = DatasetManifest.from_json(self.store.read_bytes(info.path))
+                except (NotFound, ManifestCorrupted):
+                    continue
+                versions.setdefault(old.version, old)
+        return [versions[v] for v in sorted(versions, reverse=True)]
+
+    def _committed_manifest(self, key: str, version: int | None = None) -> DatasetManifest:
         if not self.store.exists(f"{key}/{SUCCESS_NAME}"):
             if self.store.exists(f"{key}/{MANIFEST_NAME}"):
                 raise DatasetIncomplete(
@@ -433,34 +896,67 @@ class ParquetDatasetStore:
                 raise DatasetIncomplete(f"dataset {key!r} has files but no {SUCCESS_NAME}: a write did not finish")
             raise DatasetNotFound(f"dataset {key!r} does not exist")
         try:
-            return self.read_manifest(key)
-        except NotFound:
-            raise DatasetIncomplete(f"dataset {key!r} has {SUCCESS_NAME} but no {MANIFEST_NAME}") from None
+            return self.read_manifest(key, version=version)
+        except NotFound as exc:
+            if version is not None:
+                raise
+            raise DatasetIncomplete(f"dataset {key!r} has {SUCCESS_NAME} but no {MANIFEST_NAME}") from exc
 
-    def read_dataset(self, key: str, *, columns: Sequence[str] | None = None) -> pa.Table:
+    def plan_read(self, key: str, *, filters: Any = None, version: int | None = None) -> ReadPlan:
+        """Which files a read with ``filters`` would touch and which it prunes (one manifest read).
+
+        Raises:
+            DatasetNotFound / DatasetIncomplete / NotFound: as :meth:`read_dataset`.
+            ValueError / TypeError: malformed filters or an unknown column.
+        """
+        key = self._key(key)
+        manifest = self._committed_manifest(key, version)
+        schema = manifest.schema
+        if schema is None:
+            if filters:
+                raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; it cannot be planned")
+            return ReadPlan(key, manifest.version, manifest.file_entries(), (), None, manifest)
+        return plan(manifest, schema, filters)
+
+    def read_dataset(
+        self,
+        key: str,
+        *,
+        columns: Sequence[str] | None = None,
+        filters: Any = None,
+        version: int | None = None,
+    ) -> pa.Table:
         """Read the committed dataset ``key`` as one table (PDS-003, PDS-006).
 
-        Every listed part is checked to exist before any is read; each part's
-        row count and schema are checked against the manifest. If parts vanish
-        because an overwrite committed meanwhile, the read starts again on the
-        new manifest.
+        ``filters`` (DNF: a list of ``(column, op, value)`` tuples, or a list of
+        such lists) prune files by partition values and statistics from the
+        manifest alone, then filter rows. Every selected part's footer is
+        checked (exists, size, row count, schema) before any data is read. If
+        parts vanish because a commit replaced them meanwhile, the read starts
+        again on the new manifest. ``version`` reads a retained past version.
 
         Raises:
             DatasetNotFound: nothing is stored under ``key`` (a ``NotFound`` and
                 a ``DatasetIncomplete``).
             DatasetIncomplete: ``_SUCCESS`` or a part is missing, or a part is
                 truncated or disagrees with the manifest.
+            NotFound: ``version`` is not retained.
             ManifestCorrupted: the manifest cannot be parsed.
-            ValueError: a requested column does not exist (the message names it).
+            ValueError / TypeError: an unknown column (named in the message) or
+                malformed filters.
         """
         key = self._key(key)
-        manifest = self._committed_manifest(key)
+        manifest = self._committed_manifest(key, version)
         for attempt in range(_READ_ATTEMPTS):
             if attempt:
                 time.sleep(random.uniform(0, 0.01 * attempt))  # let a burst of commits pass
             try:
-                return read_parts(self.store, key, manifest, columns)
+                return read_parts(self.store, key, manifest, columns, filters)
             except PartsVanished as exc:
+                if version is not None:
+                    raise DatasetIncomplete(
+                        f"version {version} of dataset {key!r} can no longer be read (its files were removed): {exc}"
+                    ) from None
                 latest, _token = self._read_current(key)
                 if latest is None or (latest.version, latest.parts) == (manifest.version, manifest.parts):
                     raise DatasetIncomplete(
@@ -472,6 +968,75 @@ class ParquetDatasetStore:
     def dataset_exists(self, key: str) -> bool:
         """Whether ``{key}/_SUCCESS`` exists (PDS-007)."""
         return self.store.exists(f"{self._key(key)}/{SUCCESS_NAME}")
+
+    # ------------------------------------------------------------------- vacuum
+
+    def vacuum(
+        self,
+        key: str,
+        *,
+        retain_versions: int | None = _DEFAULT,  # type: ignore[assignment]
+        older_than: timedelta | float | None = None,
+        grace_period: timedelta | float = timedelta(hours=1),
+        dry_run: bool = False,
+    ) -> VacuumResult:
+        """Delete files no retained version references.
+
+        Retained: the live version always; the newest ``retain_versions``
+        versions (default: the store's setting; ``None`` keeps all), minus any
+        created more than ``older_than`` ago. Files of dropped versions are
+        deleted at once; files no version ever listed (leftovers of failed
+        writes) only once older than ``grace_period``, so a write still in
+        progress is never touched. Datasets nested under ``key`` are left alone.
+
+        Returns:
+            The deleted (or, with ``dry_run``, deletable) paths and the retained versions.
+
+        Raises:
+            NotFound: the dataset has no manifest.
+            CapabilityNotSupported: the store cannot list or delete.
+        """
+        key = self._key(key)
+        self._require(Capability.LIST, Capability.DELETE, action="vacuum datasets")
+        keep_count = self.retain_versions if retain_versions is _DEFAULT else retain_versions
+        _check_positive("retain_versions", keep_count)
+        now = time.time()
+        max_age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+        grace = grace_period.total_seconds() if isinstance(grace_period, timedelta) else float(grace_period)
+        versions = self.history(key)  # newest first
+        live = versions[0]
+        retained = versions if keep_count is None else versions[:keep_count]
+        if max_age is not None:
+            retained = [m for m in retained if m is live or _age(m, now) <= max_age]
+        dropped = [m for m in versions if m not in retained]
+        referenced = {MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME}
+        for m in retained:
+            referenced.update(m.parts)
+            if m is not live:
+                referenced.add(_version_path(m.version))
+        once_referenced = {p for m in dropped for p in m.parts} | {_version_path(m.version) for m in dropped}
+        once_referenced |= set(live.obsolete)
+        doomed: list[str] = []
+        for info in self._own_files(key):
+            rel = info.path[len(key) + 1 :]
+            if rel in referenced:
+                continue
+            if rel in once_referenced or (info.modified is not None and now - info.modified > grace):
+                doomed.append(info.path)
+        if not dry_run:
+            for path in doomed:
+                self.store.delete(path, missing_ok=True)
+        return VacuumResult(tuple(doomed), tuple(m.version for m in retained), dry_run)
+
+    def _own_files(self, key: str) -> list[FileInfo]:
+        """Files under ``key``'s folder that belong to it, not to a dataset nested below it."""
+        files = list(self.store.list_files(key))
+        nested = {
+            f.path[: -len(MANIFEST_NAME)]
+            for f in files
+            if f.path.endswith("/" + MANIFEST_NAME) and f.path != f"{key}/{MANIFEST_NAME}"
+        }
+        return [f for f in files if not any(f.path.startswith(n) for n in nested)]
 
     # ------------------------------------------------------------------- delete
 
@@ -488,22 +1053,66 @@ class ParquetDatasetStore:
         """
         key = self._key(key)
         self._require(Capability.DELETE, Capability.LIST, action="delete datasets")
-        files = [f.path for f in self.store.list_files(key)]
+        files = [f.path for f in self._own_files(key)]
         if not files:
             raise NotFound(f"dataset {key!r} does not exist")
-        prefix = key + "/"
-        nested = {
-            p[: -len(MANIFEST_NAME)] for p in files if p.endswith("/" + MANIFEST_NAME) and p != f"{key}/{MANIFEST_NAME}"
-        }
-        if not nested:
-            for marker in (SUCCESS_NAME, MANIFEST_NAME):
-                self.store.delete(f"{key}/{marker}", missing_ok=True)
+        everything = [f.path for f in self.store.list_files(key)]
+        first = [f"{key}/{SUCCESS_NAME}", f"{key}/{MANIFEST_NAME}"]
+        for marker in first:
+            self.store.delete(marker, missing_ok=True)
+        if len(files) == len(everything):
             try:
                 self.store.delete_folder(key)
             except NotFound:
                 pass  # the markers were all there was
             return
-        own = [p for p in files if p.startswith(prefix) and not any(p.startswith(n) for n in nested)]
-        first = [f"{key}/{SUCCESS_NAME}", f"{key}/{MANIFEST_NAME}"]
-        for path in first + [p for p in own if p not in first]:
-            self.store.delete(path, missing_ok=True)
+        for path in files:
+            if path not in first:
+                self.store.delete(path, missing_ok=True)
+
+
+class _Replan(Exception):
+    """A concurrent commit touched the files a merge planned on: plan again."""
+
+
+@dataclass(frozen=True)
+class VacuumResult:
+    """What :meth:`ParquetDatasetStore.vacuum` removed (or would remove, with ``dry_run``)."""
+
+    deleted: tuple[str, ...]
+    retained_versions: tuple[int, ...]
+    dry_run: bool
+
+
+def _encoded_partitions(table: pa.Table, partition: Sequence[str]) -> set[tuple[Any, ...]]:
+    """The distinct partition values of ``table``'s rows, in the manifest's encoded form."""
+    distinct = table.select(list(partition)).group_by(list(partition), use_threads=False).aggregate([])
+    return {
+        tuple(encode_partition_values(partition, [row[c] for c in partition], table.schema).values())
+        for row in distinct.to_pylist()
+    }
+
+
+def _version_path(version: int) -> str:
+    return f"{VERSIONS_DIR}/{version:020d}.json"
+
+
+def _merge_name(index: int, txn: str) -> str:
+    return f"part-{index:05d}-{txn}-m.parquet"
+
+
+def _age(manifest: DatasetManifest, now: float) -> float:
+    try:
+        created = datetime.fromisoformat(manifest.created_at_utc)
+    except ValueError:
+        return 0.0
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=timezone.utc)
+    return now - created.timestamp()
+
+
+def _read_map(fn: Callable[[FileEntry], pa.Table], entries: list[FileEntry]) -> list[pa.Table]:
+    if len(entries) <= 1:
+        return [fn(e) for e in entries]
+    with ThreadPoolExecutor(max_workers=min(8, len(entries)), thread_name_prefix="pds-merge") as pool:
+        return list(pool.map(fn, entries))

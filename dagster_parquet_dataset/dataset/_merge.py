@@ -1,0 +1,119 @@
+"""Merge planning helpers (seed 003): source-key checks, file pruning by key, key matching."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.types as pat
+
+from ._pruning import ColumnStats
+
+STRATEGIES = ("upsert", "insert", "update")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """What a merge did.
+
+    Attributes:
+        inserted: source rows added as new rows.
+        updated: existing rows replaced whole by source rows.
+        rewritten_files: files that held matched keys; the new version no longer
+            references them.
+        preserved_files: files the new version keeps as they were.
+        new_files: files the merge wrote (rewrites of matched files, inserts).
+        version: the committed version (``None`` when nothing changed).
+    """
+
+    inserted: int
+    updated: int
+    rewritten_files: tuple[str, ...]
+    preserved_files: tuple[str, ...]
+    new_files: tuple[str, ...]
+    version: int | None
+
+
+def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
+    """Validate the source table, key columns and strategy.
+
+    Raises:
+        TypeError: ``source`` is not a ``pyarrow.Table`` or ``key_columns`` is not a list of names.
+        ValueError: unknown strategy, key column missing from the source, null keys,
+            or duplicate keys (the message shows one).
+    """
+    if not isinstance(source, pa.Table):
+        raise TypeError(f"merge source must be a pyarrow.Table, got {type(source).__module__}.{type(source).__name__}")
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown merge strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if isinstance(key_columns, (str, bytes)) or not isinstance(key_columns, Sequence) or not key_columns:
+        raise TypeError(f"key_columns must be a non-empty list of column names, got {key_columns!r}")
+    keys = list(key_columns)
+    for col in keys:
+        if not isinstance(col, str):
+            raise TypeError(f"key_columns must hold column names, got {col!r}")
+        if col not in source.column_names:
+            raise ValueError(f"key column {col!r} is not in the source; its columns are {source.column_names}")
+        nulls = source.column(col).null_count
+        if nulls:
+            raise ValueError(f"key column {col!r} has {nulls} null values in the source; keys must not be null")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"key_columns repeats a column: {keys}")
+    if source.num_rows:
+        counts = source.select(keys).group_by(keys, use_threads=False).aggregate([([], "count_all")])
+        dup = counts.filter(pc.greater(counts.column("count_all"), 1))
+        if dup.num_rows:
+            example = {k: dup.column(k)[0].as_py() for k in keys}
+            raise ValueError(
+                f"the source has {dup.num_rows} duplicate keys (e.g. {example} appears "
+                f"{dup.column('count_all')[0].as_py()} times); each key may appear once"
+            )
+    return keys
+
+
+def _comparable(column: pa.ChunkedArray | pa.Array) -> list[Any]:
+    """Sorted distinct values in the domain the statistics decode to."""
+    if pat.is_timestamp(column.type):
+        column = column.cast(pa.int64())
+    unique = pc.unique(column)
+    return unique.take(pc.sort_indices(unique)).to_pylist()  # type: ignore[no-any-return]
+
+
+class KeyIndex:
+    """The source's keys, sorted per key column, to ask "might this file hold one?" in O(log n)."""
+
+    def __init__(self, source: pa.Table, key_columns: Sequence[str]) -> None:
+        self._values = {col: _comparable(source.column(col)) for col in key_columns}
+
+    def might_contain(self, stats: Mapping[str, ColumnStats]) -> bool:
+        """False only if, for some key column, no source value lies in the file's [min, max]."""
+        for col, values in self._values.items():
+            s = stats.get(col)
+            if s is None or s.min is None or s.max is None:
+                continue  # unknown: cannot rule the file out on this column
+            if not values:
+                return False
+            i = bisect_left(values, s.min)
+            if i == len(values) or values[i] > s.max:
+                return False
+        return True
+
+
+def match_keys(target: pa.Table, source: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices ``(target_rows, source_rows)`` of equal keys (an inner hash join on the keys only)."""
+    left = target.select(list(key_columns)).append_column(
+        "__pds_t", pa.array(np.arange(target.num_rows, dtype=np.int64))
+    )
+    right = source.select(list(key_columns)).append_column(
+        "__pds_s", pa.array(np.arange(source.num_rows, dtype=np.int64))
+    )
+    joined = left.join(right, keys=list(key_columns), join_type="inner", use_threads=True)
+    return (
+        joined.column("__pds_t").to_numpy(zero_copy_only=False),
+        joined.column("__pds_s").to_numpy(zero_copy_only=False),
+    )

@@ -127,8 +127,8 @@ def bench_pruned_query(table: pa.Table, files: int) -> None:
         seconds, got = best_of(fn)
         assert got.sort_by("id").equals(expected), name
         results[name] = (seconds, requests)
-    server.shutdown()
     plan = ours.plan_read("events", filters=[("id", ">=", lo), ("id", "<=", hi)])
+    server.shutdown()
     print(f"(a) pruned query, {table.num_rows:,} rows in {files} files on S3 (moto), id in [{lo}, {hi}]")
     print(f"    our plan: {len(plan.selected)} file selected, {len(plan.pruned)} pruned")
     for name, (seconds, requests) in results.items():

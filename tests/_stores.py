@@ -56,9 +56,9 @@ class WrappingStore(Store):
         self._before("read_bytes", path)
         return self.inner.read_bytes(path)
 
-    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
         self._before("open_input", path)
-        source = self.inner.open_input(path, size=size)
+        source = self.inner.open_input(path, size=size, whole=whole)
         return pa.PythonFile(_CountingReader(source, self), mode="r")
 
     @contextmanager

@@ -226,3 +226,15 @@ def test_other_tools_read_partitioned_folders_as_hive(tmp_path) -> None:
     got = hive.to_table().sort_by("id")
     assert got.column("id").equals(table.column("id"))
     assert [str(d) for d in got.column("day").to_pylist()] == [str(d) for d in table.column("day").to_pylist()]
+
+
+def test_pruned_s3_read_makes_three_requests(s3_store) -> None:  # type: ignore[no-untyped-def]
+    """_SUCCESS check, manifest, one file fetched whole: planning needs no per-file request."""
+    table = events(400)
+    ds = ParquetDatasetStore(s3_store, max_rows_per_file=50)
+    ds.write_dataset(table, "ev")
+    sent: list[str] = []
+    s3_store._client.meta.events.register("before-send.s3", lambda request, **_: sent.append(request.method))
+    got = ds.read_dataset("ev", filters=[("id", ">=", 120), ("id", "<", 140)])
+    assert got.equals(table.filter((pc.field("id") >= 120) & (pc.field("id") < 140)))
+    assert sent == ["HEAD", "GET", "GET"], sent

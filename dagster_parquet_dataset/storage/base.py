@@ -106,13 +106,15 @@ class Store(abc.ABC):
         """
 
     @abc.abstractmethod
-    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
         """Open ``path`` for random-access reading (ranged reads on S3).
 
         ``size`` is the object's size when the caller already knows it (from a
         manifest); a backend may then skip asking the server. If the object
         turns out to be missing or of another size, reading raises ``OSError``.
         Without ``size``, the returned file's ``size()`` is the object's size.
+        ``whole`` says the caller will read (nearly) all of it: a remote backend
+        may then fetch it in one request instead of several ranged ones.
 
         Raises:
             NotFound: no object at ``path`` (when the backend checks on open).

@@ -83,7 +83,7 @@ class LocalStore(Store):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise NotFound(f"no file {path!r} under {self.root!r}") from None
 
-    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
         full = self._path(path)
         try:
             if not os.path.isfile(full):

@@ -65,7 +65,7 @@ class MemoryStore(Store):
     def read_bytes(self, path: str) -> bytes:
         return self._get(path)[0].to_pybytes()
 
-    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
         data = self._get(path)[0]
         if size is not None and data.size != size:
             raise OSError(f"{path!r} is {data.size} bytes, expected {size}")

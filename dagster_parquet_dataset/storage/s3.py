@@ -189,7 +189,13 @@ class S3Store(Store):
     def read_versioned(self, path: str) -> tuple[bytes, str]:
         return self._get(path)
 
-    def open_input(self, path: str, *, size: int | None = None) -> pa.NativeFile:
+    def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
+        if whole:
+            # One GET for footer and data alike: the caller needs every column anyway.
+            data = self.read_bytes(path)
+            if size is not None and len(data) != size:
+                raise OSError(f"s3://{self.bucket}/{self._key(path)} is {len(data)} bytes, expected {size}")
+            return pa.BufferReader(data)
         if size is not None:
             # Known size: no HEAD. Every ranged GET checks the object's real size.
             return pa.PythonFile(_RangeReader(self._client, self.bucket, self._key(path), size), mode="r")

@@ -1,10 +1,15 @@
-# Two entry points: `make run` (the main job) and `make test` (install + every check).
+# Two entry points: `make run` (dagster dev on example_project) and `make test` (install + every check).
 # Both create .venv with every pinned dependency (constraints.txt) on first use.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# `make run`: dagster dev on example_project, its instance (runs, event logs, schedules) kept under the
+# project so runs survive restarts; the web UI on loopback only unless HOST says otherwise.
+HOST ?= 127.0.0.1
+PORT ?= 3000
+DAGSTER_HOME_DIR := $(CURDIR)/example_project/.dagster_home
 
 .PHONY: install run test lint bench
 
@@ -16,8 +21,13 @@ $(STAMP): pyproject.toml constraints.txt
 
 install: $(STAMP)
 
-run: install
-	$(BIN)/python example_project/quickstart.py
+$(DAGSTER_HOME_DIR)/dagster.yaml:
+	mkdir -p $(DAGSTER_HOME_DIR)
+	printf '# Dagster instance of the example project (created by make run).\ntelemetry:\n  enabled: false\n' > $@
+
+run: install $(DAGSTER_HOME_DIR)/dagster.yaml
+	cd example_project && DAGSTER_HOME="$(DAGSTER_HOME_DIR)" PYSPARK_PYTHON="$(CURDIR)/$(BIN)/python" \
+		SPARK_LOCAL_IP=127.0.0.1 "$(CURDIR)/$(BIN)/dagster" dev --host $(HOST) --port $(PORT)
 
 lint: install
 	$(BIN)/ruff check .

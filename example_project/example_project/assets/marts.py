@@ -1,0 +1,84 @@
+"""``marts/daily_event_stats`` (PySpark, per day) and ``marts/event_summary`` (all days)."""
+
+import dagster as dg
+import pandas as pd
+from dagster_pyspark import PySparkResource
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..partitions import DAILY
+
+
+def aggregate_events(events: DataFrame) -> DataFrame:
+    """Per day, country and event type: event count, distinct customers and revenue (2 decimals)."""
+    return (
+        events.groupBy("event_date", "country", "event_type")
+        .agg(
+            F.count(F.lit(1)).alias("events"),
+            F.countDistinct("customer_id").alias("customers"),
+            F.round(F.coalesce(F.sum("amount"), F.lit(0.0)), 2).alias("revenue"),
+        )
+        .orderBy("country", "event_type")
+    )
+
+
+@dg.asset(
+    key_prefix="marts",
+    name="daily_event_stats",
+    partitions_def=DAILY,
+    group_name="events",
+    ins={"events": dg.AssetIn(key=["staging", "events"])},
+    description="Events, customers and revenue per country and event type for one day (PySpark).",
+)
+def daily_event_stats(context: dg.AssetExecutionContext, pyspark: PySparkResource, events: DataFrame) -> DataFrame:
+    """Aggregate one day of clean events on Spark.
+
+    ``events`` arrives as a Spark DataFrame read from the dataset's parts by
+    the executors; the result is written back by the executors, one part per
+    Spark partition (one here: the aggregate is small).
+    """
+    pyspark.spark_context.setJobDescription(f"daily_event_stats {context.partition_key}")
+    return aggregate_events(events).coalesce(1)
+
+
+def summarize(stats: pd.DataFrame) -> pd.DataFrame:
+    """Per country over every day in ``stats``: days, events, purchases, revenue, conversion.
+
+    ``conversion`` is purchases per page view. Sorted by revenue, highest first.
+    """
+    by_type = stats.pivot_table(
+        index="country", columns="event_type", values="events", aggfunc="sum", fill_value=0
+    ).reindex(columns=["page_view", "add_to_cart", "purchase"], fill_value=0)
+    summary = pd.DataFrame(
+        {
+            "days": stats.groupby("country")["event_date"].nunique(),
+            "events": stats.groupby("country")["events"].sum(),
+            "page_views": by_type["page_view"],
+            "purchases": by_type["purchase"],
+            "revenue": stats.groupby("country")["revenue"].sum().round(2),
+        }
+    )
+    summary["conversion"] = (summary["purchases"] / summary["page_views"].where(summary["page_views"] > 0)).round(4)
+    summary = summary.reset_index().sort_values(["revenue", "country"], ascending=[False, True])
+    return summary.reset_index(drop=True)
+
+
+@dg.asset(
+    key_prefix="marts",
+    name="event_summary",
+    group_name="events",
+    ins={
+        "daily_event_stats": dg.AssetIn(
+            key=["marts", "daily_event_stats"],
+            # Every day of the partitions definition is requested; days not materialized yet are skipped.
+            metadata={"allow_missing_partitions": True},
+        )
+    },
+    description="Per-country totals over every materialized day (loads all partitions of daily_event_stats).",
+)
+def event_summary(context: dg.AssetExecutionContext, daily_event_stats: pd.DataFrame) -> pd.DataFrame:
+    """Summarize all days of ``daily_event_stats`` (loaded as one pandas DataFrame)."""
+    summary = summarize(daily_event_stats)
+    days = sorted(str(d) for d in daily_event_stats["event_date"].unique())
+    context.add_output_metadata({"days_included": ", ".join(days)})
+    return summary

@@ -1,0 +1,32 @@
+"""The code location: ``dagster dev`` (run from ``example_project/``) loads :data:`defs`.
+
+Every output is a Parquet dataset written by ``RemoteStoreIOManager``: on a
+local folder (``example_project/data`` unless ``PDS_DATA_ROOT`` says
+otherwise) by default, on S3 with ``PDS_STORE=s3`` (see :mod:`.resources`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import dagster as dg
+
+from .assets import ALL_ASSETS
+from .jobs import daily_events_job, marts_job, spark_orders_job
+from .resources import build_resources
+
+
+def build_definitions(environ: Mapping[str, str] | None = None) -> dg.Definitions:
+    """The example's definitions, with resources chosen by ``environ`` (default: ``os.environ``).
+
+    Raises:
+        ValueError: the store variables are inconsistent (see :func:`.resources.store_from_env`).
+    """
+    return dg.Definitions(
+        assets=ALL_ASSETS,
+        jobs=[daily_events_job, marts_job, spark_orders_job],
+        resources=build_resources(environ),
+    )
+
+
+defs = build_definitions()

@@ -25,9 +25,13 @@ $(DAGSTER_HOME_DIR)/dagster.yaml:
 	mkdir -p $(DAGSTER_HOME_DIR)
 	printf '# Dagster instance of the example project (created by make run).\ntelemetry:\n  enabled: false\n' > $@
 
+# dagster dev treats SIGTERM like SIGINT, so when started in the background of a non-interactive shell
+# (SIGINT ignored, inherited) it would ignore SIGTERM too; the python exec wrapper restores SIGINT first.
 run: install $(DAGSTER_HOME_DIR)/dagster.yaml
 	cd example_project && DAGSTER_HOME="$(DAGSTER_HOME_DIR)" PYSPARK_PYTHON="$(CURDIR)/$(BIN)/python" \
-		SPARK_LOCAL_IP=127.0.0.1 "$(CURDIR)/$(BIN)/dagster" dev --host $(HOST) --port $(PORT)
+		SPARK_LOCAL_IP=127.0.0.1 exec "$(CURDIR)/$(BIN)/python" -c \
+		'import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' \
+		"$(CURDIR)/$(BIN)/dagster" dev --host $(HOST) --port $(PORT)
 
 lint: install
 	$(BIN)/ruff check .

@@ -37,6 +37,15 @@ DAGSTER = str(BIN_DIR / "dagster")
 PARTITION = "2024-06-03"
 DAILY_KEYS = ("raw/events", "raw/customer_updates", "staging/events", "marts/daily_event_stats")
 
+#: dagster dev maps SIGTERM to its SIGINT handler; if this test runs with SIGINT ignored (a background
+#: job of a non-interactive shell), the server would inherit that and ignore SIGTERM. Restore SIGINT's
+#: default before exec'ing dagster, as ``make run`` does.
+_WITH_DEFAULT_SIGINT = [
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
+]
+
 STARTUP_TIMEOUT_S = 120.0
 RUN_TIMEOUT_S = 180.0
 SHUTDOWN_TIMEOUT_S = 30.0
@@ -224,7 +233,7 @@ def dagster_dev(tmp_path: Path, data_root: Path) -> Iterator[DagsterDev]:
     log_path = tmp_path / "dagster-dev.log"
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            [DAGSTER, "dev", "--host", "127.0.0.1", "--port", str(port)],
+            [*_WITH_DEFAULT_SIGINT, DAGSTER, "dev", "--host", "127.0.0.1", "--port", str(port)],
             cwd=PROJECT_DIR,
             env=_example_env(tmp_path / "home", data_root),
             stdin=subprocess.DEVNULL,

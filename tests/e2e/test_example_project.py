@@ -212,6 +212,12 @@ def test_dim_customers_is_upserted_and_keeps_customers_whose_feed_days_were_drop
     manifest = datasets.read_manifest("marts/dim_customers")
     assert manifest.run_id == second.run_id
     assert manifest.version == 2
+    # The second upsert's source: customers 26..75 plus day 2's and day 3's changes to older ones.
+    source = _expected_dimension(DAY2, DAY3)
+    md = second.asset_materializations_for_node("marts__dim_customers")[0].metadata
+    assert md["rows_inserted"].value == 25  # the sign-ups of day 3 (ids 51..75)
+    assert md["rows_updated"].value == len(source) - 25
+    assert md["dagster/row_count"].value == 75
 
 
 def test_swiss_customers_loads_only_the_filtered_rows(

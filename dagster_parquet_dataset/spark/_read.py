@@ -47,7 +47,6 @@ ReadMode = Literal["auto", "arrow", "native"]
 _MODES = ("auto", "arrow", "native")
 _READ_ATTEMPTS = 10
 _FOOTER_THREADS = 16
-_PARTS_DDL = "path string, row_count long, size_bytes long"
 
 
 class _PartsVanished(Exception):
@@ -111,21 +110,17 @@ def _verify_present(store: Store, dataset_key: str, entries: Sequence[FileEntry]
             )
 
 
-def _check_plain(manifest: DatasetManifest, key: str) -> None:
-    """Refuse manifest features this reader does not implement yet (rather than return wrong rows).
+def _file_schema(schema: pa.Schema, manifest: DatasetManifest, entry: FileEntry) -> pa.Schema:
+    """The columns ``entry``'s file itself holds: not the partition columns, not columns added after it."""
+    skip = set(getattr(manifest, "partition_by", ()) or ()) | set(getattr(entry, "missing_columns", ()) or ())
+    return pa.schema([f for f in schema if f.name not in skip]) if skip else schema
 
-    Raises:
-        CapabilityNotSupported: the dataset is partitioned by columns, or some of
-            its files predate columns added later.
-    """
-    partition_by = tuple(getattr(manifest, "partition_by", ()) or ())
-    evolved = any(getattr(e, "missing_columns", ()) or getattr(e, "partition_values", None) for e in manifest.files)
-    if partition_by or evolved:
-        what = f"partitioned by {list(partition_by)}" if partition_by else "has files written before columns were added"
-        raise CapabilityNotSupported(
-            f"dataset {key!r} {what}; the Spark reader does not reassemble such datasets yet. Read it with "
-            "ParquetDatasetStore.read_dataset and spark.createDataFrame(table) instead."
-        )
+
+def _has_constants(manifest: DatasetManifest) -> bool:
+    """Whether some files lack columns the read must fill in (partition values, later-added columns)."""
+    return bool(getattr(manifest, "partition_by", ())) or any(
+        getattr(e, "missing_columns", ()) or getattr(e, "partition_values", None) for e in manifest.files
+    )
 
 
 def _check_footer(
@@ -190,26 +185,33 @@ def _verify_footer(
 
 @dataclass(frozen=True)
 class _TaskReader:
-    """The function ``mapInArrow`` runs on the executors to read parts (pickled with the store)."""
+    """The function ``mapInArrow`` runs on the executors (pickled with the store and the part list).
+
+    Its input is the indices of the parts to read; for each it opens the part,
+    checks the footer against the manifest, and streams the requested columns
+    row group by row group, adding the columns the file does not hold
+    (partition values, columns added after it was written) as constants.
+    """
 
     store: Store
     key: str
-    expected_schema: pa.Schema | None
-    expected_hash: str | None
-    columns: list[str] | None
-    target: pa.Schema
+    manifest: DatasetManifest
+    schema: pa.Schema  # the whole stored schema
+    entries: tuple[FileEntry, ...]
+    target: pa.Schema  # the output: requested columns, as Spark takes them
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for path, rows, size in zip(
-                batch.column("path").to_pylist(),
-                batch.column("row_count").to_pylist(),
-                batch.column("size_bytes").to_pylist(),
-                strict=True,
-            ):
-                yield from self._read(FileEntry(path, rows, size))
+            for index in batch.column(0).to_pylist():
+                yield from self._read(self.entries[index])
 
     def _read(self, entry: FileEntry) -> Iterator[pa.RecordBatch]:
+        from ..dataset._partition import add_partition_columns
+
+        has_schema = self.manifest.arrow_schema is not None
+        expected = _file_schema(self.schema, self.manifest, entry) if has_schema else None
+        expected_hash = None if has_schema else self.manifest.schema_hash
+        names = self.target.names
         with _open_part(self.store, self.key, entry) as source:
             try:
                 parquet = pq.ParquetFile(source)
@@ -217,22 +219,39 @@ class _TaskReader:
                 raise DatasetIncomplete(
                     f"dataset {self.key!r}: part {entry.path!r} is not a readable Parquet file ({exc})"
                 ) from None
-            _check_footer(self.key, entry, parquet, source.size(), self.expected_schema, self.expected_hash)
-            names = self.target.names
-            for batch in parquet.iter_batches(columns=names, use_threads=False):
-                if batch.schema.names != names:
-                    batch = batch.select(names)
+            _check_footer(self.key, entry, parquet, source.size(), expected, expected_hash)
+            in_file = set(parquet.schema_arrow.names)
+            stored = [c for c in names if c in in_file]
+            constant = [c for c in names if c not in in_file]
+            if stored:
+                pieces: Iterator[pa.Table] = (
+                    pa.Table.from_batches([b]) for b in parquet.iter_batches(columns=stored, use_threads=False)
+                )
+            else:  # only constant columns: as many rows as the file holds
+                rows = parquet.metadata.num_rows
+                pieces = (
+                    pa.table({"_": pa.nulls(min(65536, rows - i))}).drop_columns("_") for i in range(0, rows, 65536)
+                )
+            for table in pieces:
+                if constant:
+                    table = add_partition_columns(
+                        table, getattr(entry, "partition_values", None) or {}, self.schema, constant
+                    )
+                table = table.select(names)
                 # Unsafe only where Spark is coarser: nanoseconds become microseconds.
-                yield batch if batch.schema.equals(self.target) else batch.cast(self.target, safe=False)
+                if not table.schema.equals(self.target):
+                    table = table.cast(self.target, safe=False)
+                yield from table.to_batches()
 
 
-def _committed_and_present(datasets: ParquetDatasetStore, key: str) -> DatasetManifest:
-    """The committed manifest, once all of its parts exist with their recorded sizes.
+def _committed_and_present(datasets: ParquetDatasetStore, key: str, version: int | None) -> DatasetManifest:
+    """The committed manifest (or a retained ``version``), once all of its parts exist with their recorded sizes.
 
     Raises:
         DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as ``read_dataset``.
+        NotFound: ``version`` is not retained.
     """
-    manifest = datasets._committed_manifest(key)
+    manifest = datasets._committed_manifest(key, version=version)
     for attempt in range(_READ_ATTEMPTS):
         if attempt:
             time.sleep(random.uniform(0, 0.01 * attempt))
@@ -241,7 +260,11 @@ def _committed_and_present(datasets: ParquetDatasetStore, key: str) -> DatasetMa
             return manifest
         except _PartsVanished as exc:
             latest, _token = datasets._read_current(key)
-            if latest is None or (latest.version, latest.parts) == (manifest.version, manifest.parts):
+            if (
+                version is not None
+                or latest is None
+                or (latest.version, latest.parts) == (manifest.version, manifest.parts)
+            ):
                 raise DatasetIncomplete(
                     f"dataset {key!r}: parts listed in the manifest are missing or unreadable: {exc}"
                 ) from None
@@ -275,6 +298,7 @@ def read_spark_dataset(
     *,
     columns: Sequence[str] | None = None,
     mode: ReadMode = "auto",
+    version: int | None = None,
 ) -> DataFrame:
     """Read the committed dataset ``key`` as a Spark DataFrame: only the manifest's parts, verified.
 
@@ -283,7 +307,9 @@ def read_spark_dataset(
     manifest from each part's footer (on the driver for ``native`` reads, in
     the tasks for ``arrow`` reads). The DataFrame has the stored schema
     (:func:`~dagster_parquet_dataset.spark.arrow_schema_to_spark`), so a
-    dataset written by pandas or pyarrow reads too.
+    dataset written by pandas or pyarrow reads too, and so does one
+    partitioned by columns or with columns added after some of its files
+    (the executor path puts those columns back).
 
     Args:
         spark: the session to build the DataFrame on.
@@ -295,13 +321,16 @@ def read_spark_dataset(
             ``s3a://``); ``"arrow"`` reads on the executors through the store;
             ``"auto"`` picks native on a ``LocalStore`` when Spark's Parquet
             reader understands every column (not nanosecond timestamps,
-            durations, unsigned 64-bit integers, ...), else arrow.
+            durations, unsigned 64-bit integers, ...) and every file holds
+            all of them, else arrow.
+        version: a retained past version instead of the latest.
 
     Returns:
-        A lazy DataFrame over the version committed at call time.
+        A lazy DataFrame over the version committed at call time (or ``version``).
 
     Raises:
         DatasetNotFound: nothing is stored under ``key``.
+        NotFound: ``version`` is not retained.
         DatasetIncomplete: ``_SUCCESS`` or a part is missing, or a part is
             truncated or disagrees with the manifest (raised here for what the
             driver checks; a task that finds a damaged part fails the Spark job
@@ -309,8 +338,8 @@ def read_spark_dataset(
         ManifestCorrupted: the manifest cannot be parsed.
         ValueError: an unknown column (named), an empty or repeating ``columns``, or a bad ``mode``.
         TypeError: a selected column has no Spark type (named; leave it out with ``columns``).
-        CapabilityNotSupported: a ``MemoryStore``; ``mode="native"`` where Spark cannot read the store
-            or a column's type; a dataset partitioned by columns or with columns added after some files.
+        CapabilityNotSupported: a ``MemoryStore``, or ``mode="native"`` where Spark cannot read the
+            store, a column's type, or files that lack columns (the message says which).
     """
     from pyspark.sql import SparkSession as _SparkSession
 
@@ -324,19 +353,18 @@ def read_spark_dataset(
     check_shared_store(store, "read a dataset into Spark")
     key = validate_key(key, what="dataset key")
 
-    manifest = _committed_and_present(datasets, key)
-    _check_plain(manifest, key)
+    manifest = _committed_and_present(datasets, key, version)
     schema = _stored_schema(store, key, manifest)
     projection = _check_columns(columns, schema, key)
     selected = pa.schema([schema.field(c) for c in projection]) if projection is not None else schema
     spark_schema = arrow_schema_to_spark(selected)
     entries = manifest.file_entries()
-    expected_schema = manifest.schema
-    expected_hash = manifest.schema_hash if expected_schema is None else None
 
     problem = _native_possible(spark, store)
     if problem is None and not natively_readable(selected):
         problem = "Spark's Parquet reader does not read every selected column's type as stored"
+    if problem is None and _has_constants(manifest):
+        problem = "some files do not hold every column (partition columns, or columns added later)"
     if mode == "native" and problem is not None:
         raise CapabilityNotSupported(f"mode='native' is not possible for dataset {key!r}: {problem}; use mode='arrow'")
     native = problem is None and (mode == "native" or (mode == "auto" and isinstance(store, LocalStore)))
@@ -344,6 +372,8 @@ def read_spark_dataset(
     if not entries:
         return spark.createDataFrame([], spark_schema)
     if native:
+        expected_schema = manifest.schema
+        expected_hash = manifest.schema_hash if expected_schema is None else None
         with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(entries))) as pool:
             list(pool.map(lambda e: _verify_footer(store, key, e, expected_schema, expected_hash), entries))
         uris = [spark_read_uri(store, f"{key}/{e.path}") for e in entries]
@@ -357,11 +387,10 @@ def read_spark_dataset(
     reader = _TaskReader(
         store=store,
         key=key,
-        expected_schema=expected_schema,
-        expected_hash=expected_hash,
-        columns=projection,
+        manifest=manifest,
+        schema=schema,
+        entries=tuple(entries),
         target=spark_schema_to_arrow(spark_schema),
     )
-    parts = [(e.path, e.row_count, e.size_bytes) for e in entries]
-    part_list = spark.createDataFrame(spark.sparkContext.parallelize(parts, len(parts)), _PARTS_DDL)
-    return part_list.mapInArrow(reader, spark_schema)
+    # One Spark partition per part; each task gets the index of its part.
+    return spark.range(0, len(entries), 1, len(entries)).mapInArrow(reader, spark_schema)

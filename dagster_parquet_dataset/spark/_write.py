@@ -29,16 +29,18 @@ list of parts either way.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..dataset._stats import file_column_stats
 from ..dataset._write import PartOptions, encode_part
 from ..dataset.manifest import DatasetManifest, FileEntry
 from ..dataset.store import ParquetDatasetStore, PendingWrite
@@ -65,7 +67,8 @@ FAIL_AFTER_PART_PROPERTY = "dagster_parquet_dataset.testing.fail_after_part"
 
 #: What each write task returns per part it wrote.
 _DESCRIPTOR_DDL = (
-    "partition int, chunk int, task_attempt long, attempt int, path string, row_count long, size_bytes long"
+    "partition int, chunk int, task_attempt long, attempt int, path string, row_count long, size_bytes long, "
+    "stats string"
 )
 _DESCRIPTOR_SCHEMA = pa.schema(
     [
@@ -76,6 +79,7 @@ _DESCRIPTOR_SCHEMA = pa.schema(
         ("path", pa.string()),
         ("row_count", pa.int64()),
         ("size_bytes", pa.int64()),
+        ("stats", pa.string()),  # the part's per-column statistics (JSON), from the writer's metadata
     ]
 )
 
@@ -304,6 +308,7 @@ class _TaskWriter:
                         "path": entry.path,
                         "row_count": entry.row_count,
                         "size_bytes": entry.size_bytes,
+                        "stats": json.dumps(entry.stats) if getattr(entry, "stats", None) else None,
                     }
                 ],
                 schema=_DESCRIPTOR_SCHEMA,
@@ -375,7 +380,15 @@ class _SparkWrite:
         )
         rows = [r.asDict() for r in self.df.mapInArrow(writer, _DESCRIPTOR_DDL).collect()]
         kept = _keep_one_attempt(rows)
-        entries = [FileEntry(str(r["path"]), int(r["row_count"]), int(r["size_bytes"])) for r in kept]  # type: ignore[call-overload]
+        entries = [
+            FileEntry(
+                str(r["path"]),
+                int(r["row_count"]),  # type: ignore[call-overload]
+                int(r["size_bytes"]),  # type: ignore[call-overload]
+                stats=json.loads(str(r["stats"])) if r["stats"] else None,
+            )
+            for r in kept
+        ]
         if self.renames:
             entries = self._place(entries)
             self._drop_staging()
@@ -439,7 +452,7 @@ class _SparkWrite:
                 raise RemoteStoreError(
                     f"Spark wrote parts with different schemas ({name}: {file_schema} vs {schema}); nothing committed"
                 )
-            entries.append(FileEntry(relative, meta.num_rows, size))
+            entries.append(FileEntry(relative, meta.num_rows, size, stats=file_column_stats(meta, schema) or None))
         if schema is None:  # Spark wrote no file at all: an empty dataset that still carries the schema
             schema = self.schema
         if self.renames:
@@ -466,7 +479,7 @@ class _SparkWrite:
                 )
             os.rename(self._local(f"{self.key}/{entry.path}"), target)
             self.placed.append(f"{self.key}/{final}")
-            placed.append(FileEntry(final, entry.row_count, entry.size_bytes))
+            placed.append(replace(entry, path=final))
         if placed and getattr(self.store, "durable", True):
             _fsync(self._local(self.key), directory=True)
         return placed

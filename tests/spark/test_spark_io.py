@@ -274,7 +274,7 @@ def test_failed_job_leaves_no_dataset_and_no_files(spark: SparkSession, local: P
 
         ctx = TaskContext.get()
         if ctx is not None and ctx.partitionId() == 0:
-            time.sleep(0.5)  # let partition 1 write its part first
+            time.sleep(0.3)  # let partition 1 write its part first
             raise ValueError("boom in partition 0")
         return x
 
@@ -359,6 +359,46 @@ def test_datasets_written_by_pyarrow_read_in_spark(spark: SparkSession, local: P
     # A projection that leaves the unusual types out can be read by Spark itself.
     native = read_spark_dataset(spark, local, "from-arrow", columns=["big"], mode="native")
     assert sorted(r.big for r in native.collect()) == ["x", "y"]
+
+
+@pytest.mark.parametrize("mode", WRITE_MODES)
+def test_spark_written_parts_carry_statistics_for_pruning(
+    spark: SparkSession, local: ParquetDatasetStore, mode: str
+) -> None:
+    manifest = write_spark_dataset(spark.range(0, 40, 1, 2), local, "stats", mode=mode)
+    first, second = manifest.files
+    assert first.stats is not None and second.stats is not None
+    assert (first.stats["id"]["min"], first.stats["id"]["max"]) == (0, 19)
+    assert (second.stats["id"]["min"], second.stats["id"]["max"]) == (20, 39)
+    plan = local.plan_read("stats", filters=[("id", ">=", 30)])
+    assert [e.path for e in plan.selected] == [second.path]  # the first part is pruned by its statistics
+
+
+def test_partitioned_and_evolved_datasets_read_in_spark(spark: SparkSession, local: ParquetDatasetStore) -> None:
+    """Files of a partitioned dataset lack the partition column; files older than a new column lack it."""
+    local.write_dataset(
+        pa.table({"id": [1, 2, 3, 4], "region": ["eu", "us", "eu", None]}), "parted", partition_by=["region"]
+    )
+    local.append_dataset(pa.table({"id": [5], "region": ["us"], "note": ["late"]}), "parted", allow_new_columns=True)
+    expected = sorted(local.read_dataset("parted").to_pylist(), key=lambda r: r["id"])
+    back = read_spark_dataset(spark, local, "parted")  # auto: the executor path puts the columns back
+    assert [r.asDict() for r in sorted(back.collect(), key=lambda r: r.id)] == expected
+    only_partition = read_spark_dataset(spark, local, "parted", columns=["region"])
+    assert sorted(only_partition.collect(), key=lambda r: str(r.region)) == sorted(
+        [(r["region"],) for r in expected], key=lambda r: str(r[0])
+    )
+    with pytest.raises(CapabilityNotSupported, match="partition columns, or columns added later"):
+        read_spark_dataset(spark, local, "parted", mode="native")
+
+
+def test_reads_a_retained_past_version(spark: SparkSession, tmp_path: Any) -> None:
+    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "v")), retain_versions=2)
+    write_spark_dataset(spark.range(3), datasets, "ver")
+    write_spark_dataset(spark.range(10, 12), datasets, "ver", overwrite=True)
+    for mode in ("native", "arrow"):
+        assert sorted(r.id for r in read_spark_dataset(spark, datasets, "ver", mode=mode).collect()) == [10, 11]
+        old = read_spark_dataset(spark, datasets, "ver", version=1, mode=mode)
+        assert sorted(r.id for r in old.collect()) == [0, 1, 2]
 
 
 # ----------------------------------------------------------------------------- bad input

@@ -47,6 +47,14 @@ class TypeHandler(abc.ABC):
     replaces the previous version) and pass ``run_id`` and ``metadata`` through
     to the manifest unchanged.
 
+    :meth:`write` serves the default ``write_mode`` (a plain overwrite). For
+    ``"append"``, ``"merge"`` and ``partition_by`` (see :mod:`.options`) the IO
+    manager converts the output with :meth:`to_arrow` and calls the dataset
+    layer itself; a handler whose type cannot be converted in this process
+    keeps the default :meth:`to_arrow`, which refuses with a clear error.
+    :meth:`read` receives ``filters`` and ``version`` only when an input sets
+    them, so a handler that does not support them need not accept them.
+
     **Adding a type** (this is the hook the Spark layer uses): subclass
     ``TypeHandler``, set :attr:`type_name`, implement :meth:`handles`,
     :meth:`write`, :meth:`read` and :meth:`combine`, then either
@@ -99,14 +107,36 @@ class TypeHandler(abc.ABC):
         key: str,
         *,
         columns: Sequence[str] | None,
+        filters: Any = None,
+        version: int | None = None,
     ) -> Any:
         """Read dataset ``key`` (only ``columns`` when given) as this handler's type.
+
+        Args:
+            filters: DNF filters (see ``ParquetDatasetStore.read_dataset``): only
+                matching rows are loaded. Passed only when the input sets them.
+            version: a retained past version to load. Passed only when the input sets it.
 
         Raises:
             DatasetNotFound: nothing is stored under ``key``.
             DatasetIncomplete: the dataset is incomplete or damaged.
-            ValueError: a requested column does not exist.
+            NotFound: ``version`` is not retained.
+            ValueError / TypeError: a requested column does not exist, or malformed filters.
         """
+
+    def to_arrow(self, obj: Any) -> pa.Table | pa.RecordBatchReader:
+        """Convert an output for the dataset layer (used for append, merge and ``partition_by``).
+
+        The default refuses: override it in handlers whose type converts to Arrow.
+
+        Raises:
+            TypeError: this handler's type cannot be converted (the default), or
+                ``obj`` cannot be represented in Arrow.
+        """
+        raise TypeError(
+            f"{self.type_name} outputs can only be written with the default write_mode 'overwrite' and no "
+            f"partition_by: {type(self).__name__} does not convert them to Arrow"
+        )
 
     @abc.abstractmethod
     def combine(self, objs: Sequence[Any]) -> Any:
@@ -173,8 +203,10 @@ class ArrowConvertingHandler(TypeHandler):
         key: str,
         *,
         columns: Sequence[str] | None,
+        filters: Any = None,
+        version: int | None = None,
     ) -> Any:
-        return self.from_arrow(datasets.read_dataset(key, columns=columns))
+        return self.from_arrow(datasets.read_dataset(key, columns=columns, filters=filters, version=version))
 
 
 class ArrowTableHandler(ArrowConvertingHandler):
@@ -247,14 +279,18 @@ class PandasDataFrameHandler(ArrowConvertingHandler):
         key: str,
         *,
         columns: Sequence[str] | None,
+        filters: Any = None,
+        version: int | None = None,
     ) -> Any:
         if columns is not None and not isinstance(columns, (str, bytes)):
-            columns = self._with_index_columns(datasets, key, list(columns))
-        return super().read(context, datasets, key, columns=columns)
+            columns = self._with_index_columns(datasets, key, list(columns), version)
+        return super().read(context, datasets, key, columns=columns, filters=filters, version=version)
 
     @staticmethod
-    def _with_index_columns(datasets: ParquetDatasetStore, key: str, columns: list[str]) -> list[str]:
-        schema = datasets.read_manifest(key).schema
+    def _with_index_columns(
+        datasets: ParquetDatasetStore, key: str, columns: list[str], version: int | None = None
+    ) -> list[str]:
+        schema = datasets.read_manifest(key, version=version).schema
         raw = (schema.metadata or {}).get(b"pandas") if schema is not None else None
         if raw is None:
             return columns

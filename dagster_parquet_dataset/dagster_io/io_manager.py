@@ -10,10 +10,12 @@ from __future__ import annotations
 import collections.abc
 import types
 import typing
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Any
 
+import pyarrow as pa
 from dagster import (
     ConfigurableIOManager,
     ExecutorRequirement,
@@ -43,6 +45,7 @@ from .handlers import (
     TypeHandler,
     default_registry,
 )
+from .options import ReadOptions, WriteOptions
 from .resources import StoreResource
 
 #: Threads reading partitions at once when an input spans several.
@@ -83,6 +86,43 @@ def _type_label(tp: Any) -> str:
     return repr(tp)
 
 
+@dataclass(frozen=True)
+class _Written:
+    """What one output's write committed, for its output metadata.
+
+    Attributes:
+        manifest: the committed manifest (the live one if a merge changed nothing).
+        rows: rows this output wrote (see ``RemoteStoreIOManager``'s docstring).
+        bytes: bytes of the files this output wrote, when known exactly (``None`` for appends).
+        extra: mode-specific output metadata.
+    """
+
+    manifest: DatasetManifest
+    rows: int
+    bytes: int | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _total_bytes(manifest: DatasetManifest) -> int:
+    return sum(e.size_bytes or 0 for e in manifest.file_entries())
+
+
+def _counted(
+    data: pa.Table | pa.RecordBatchReader,
+) -> tuple[pa.Table | pa.RecordBatchReader, Callable[[], int]]:
+    """``data`` and a function returning how many rows were taken from it (a reader is counted as it streams)."""
+    if isinstance(data, pa.Table):
+        return data, lambda: data.num_rows
+    seen = [0]
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in data:
+            seen[0] += batch.num_rows
+            yield batch
+
+    return pa.RecordBatchReader.from_batches(data.schema, batches()), lambda: seen[0]
+
+
 class RemoteStoreIOManager(ConfigurableIOManager):
     """Stores every asset and op output as a Parquet dataset on a store.
 
@@ -107,8 +147,25 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     annotated ``dict[str, T]`` over several partitions gets one ``T`` per
     partition key; otherwise partitions are concatenated in order.
 
+    Output definition metadata (``@asset(metadata=...)``, ``AssetOut`` / ``Out``;
+    see :mod:`.options`): ``write_mode`` (``"overwrite"``, the default;
+    ``"append"``; ``"merge"`` with ``key_columns`` and optionally
+    ``merge_strategy``), ``partition_by`` (columns that split the dataset into
+    ``col=value/`` folders) and ``allow_new_columns`` (append only). Each
+    partition of a partitioned asset is its own dataset, so it is appended to
+    or merged into independently. Output metadata: ``dagster/row_count`` (or
+    ``dagster/partition_row_count``) is the number of rows in the dataset after
+    the write, as Dagster defines it; ``rows_written`` is what this output
+    wrote (every row for an overwrite, the appended rows for an append,
+    inserted plus updated rows for a merge); appends add ``rows_appended`` and
+    merges ``rows_inserted``, ``rows_updated``, ``files_rewritten``,
+    ``files_preserved`` and ``files_added``.
+
     Input metadata (``AssetIn(metadata=...)`` / ``In(metadata=...)``):
-    ``columns`` (list of column names to load) and ``allow_missing_partitions``
+    ``columns`` (list of column names to load), ``filters`` (DNF filters, as
+    ``ParquetDatasetStore.read_dataset`` takes them: files are pruned from the
+    manifest, then rows filtered), ``version`` (load a retained past version of
+    one dataset; see ``retain_versions``) and ``allow_missing_partitions``
     (skip partitions that were never written instead of failing).
 
     Attributes:
@@ -118,6 +175,10 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         compression: Parquet codec (``zstd``, ``snappy``, ``gzip``, ``brotli``, ``lz4``, ``none``).
         row_group_size: rows per Parquet row group (pyarrow's default when unset).
         max_rows_per_file: split outputs into parts of at most this many rows.
+        retain_versions: how many versions of each dataset stay readable after a
+            commit (for the ``version`` input metadata); ``1`` (the default) keeps
+            only the newest version's files, ``None`` keeps every version until
+            ``ParquetDatasetStore.vacuum``.
     """
 
     store: StoreResource
@@ -125,6 +186,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     compression: str = "zstd"
     row_group_size: int | None = None
     max_rows_per_file: int | None = None
+    retain_versions: int | None = 1
 
     _datasets: ParquetDatasetStore | None = PrivateAttr(default=None)
     _prefix: str | None = PrivateAttr(default=None)
@@ -135,8 +197,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         """Check the configuration before any step runs (no I/O).
 
         Raises:
-            ValueError / TypeError: a bad ``prefix``, ``compression``, ``row_group_size``
-                or ``max_rows_per_file``; the message names it.
+            ValueError / TypeError: a bad ``prefix``, ``compression``, ``row_group_size``,
+                ``max_rows_per_file`` or ``retain_versions``; the message names it.
         """
         self._dataset_store()
 
@@ -148,6 +210,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 compression=self.compression,
                 row_group_size=self.row_group_size,
                 max_rows_per_file=self.max_rows_per_file,
+                retain_versions=self.retain_versions,
             )
         return self._datasets
 
@@ -261,23 +324,32 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     # ----------------------------------------------------------------- output
 
     def handle_output(self, context: OutputContext, obj: Any) -> None:
-        """Write ``obj`` as the output's dataset (replacing any previous version).
+        """Write ``obj`` to the output's dataset as its ``write_mode`` says (default: replace it).
 
-        A ``None`` output writes nothing and says so in the output metadata.
+        The write options come from the output's definition metadata (see
+        :mod:`.options`) and are checked before anything is written. A ``None``
+        output writes nothing and says so in the output metadata.
 
         Raises:
+            ValueError / TypeError: bad write options in the definition metadata (an unknown
+                ``write_mode``, ``"merge"`` without ``key_columns``, ...); nothing is written.
             UnsupportedTypeError: no handler for ``type(obj)``; the message lists the supported types.
             ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
-            ValueError: the output spans several partitions.
+            ValueError: the output spans several partitions, or the dataset layer refused the
+                data (a schema an append or merge cannot take, duplicate or null merge keys,
+                an unknown ``partition_by`` column, a partitioning that differs from the dataset's).
+            DatasetNotFound: ``merge_strategy="update"`` and the dataset does not exist yet.
             RemoteStoreError: the dataset layer failed (e.g. ``CommitConflict``).
         """
         self._check_executor(context)
         datasets = self._dataset_store()
+        options = WriteOptions.from_metadata(context.definition_metadata, self._describe_output(context))
         key = self.output_dataset_key(context)
         if obj is None:
             context.add_output_metadata(
                 {
                     "dataset_key": MetadataValue.text(key),
+                    "write_mode": MetadataValue.text(options.write_mode),
                     "written": MetadataValue.bool(False),
                     "note": MetadataValue.text(
                         "the output was None, so no dataset was written; any earlier version is left as it was"
@@ -294,8 +366,98 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             )
         metadata = self._manifest_metadata(context, handler)
         run_id = self._run_id(context)
-        manifest = handler.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
-        context.add_output_metadata(self._output_metadata(context, key, manifest, handler))
+        written = self._write(context, datasets, handler, key, obj, options, run_id=run_id, metadata=metadata)
+        context.add_output_metadata(self._output_metadata(context, key, written, handler, options))
+
+    def _write(
+        self,
+        context: OutputContext,
+        datasets: ParquetDatasetStore,
+        handler: TypeHandler,
+        key: str,
+        obj: Any,
+        options: WriteOptions,
+        *,
+        run_id: str | None,
+        metadata: dict[str, str],
+    ) -> _Written:
+        """Route one output to the dataset layer by its write mode.
+
+        A plain overwrite goes through the handler (so Spark writes on its
+        executors); everything else converts the output with
+        :meth:`TypeHandler.to_arrow` and calls ``write_dataset``,
+        ``append_dataset`` or ``merge_dataset``.
+
+        Raises:
+            TypeError: the handler cannot convert the output to Arrow.
+            RemoteStoreError / ValueError: as the dataset layer's call.
+        """
+        if options.is_default:
+            manifest = handler.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
+            return _Written(manifest, manifest.row_count, _total_bytes(manifest))
+        data = handler.to_arrow(obj)
+        if options.write_mode == "overwrite":
+            manifest = datasets.write_dataset(
+                data, key, overwrite=True, run_id=run_id, metadata=metadata, partition_by=options.partition_by
+            )
+            return _Written(manifest, manifest.row_count, _total_bytes(manifest))
+        if options.write_mode == "append":
+            data, rows = _counted(data)
+            manifest = datasets.append_dataset(
+                data,
+                key,
+                run_id=run_id,
+                metadata=metadata,
+                partition_by=options.partition_by,
+                allow_new_columns=options.allow_new_columns,
+            )
+            appended = rows()
+            return _Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
+        source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
+        result = datasets.merge_dataset(
+            source,
+            key,
+            key_columns=list(options.key_columns or ()),
+            strategy=options.merge_strategy,
+            partition_by=options.partition_by,
+            run_id=run_id,
+            metadata=metadata,
+        )
+        manifest = self._manifest_after(datasets, key, result.version)
+        sizes = {e.path: e.size_bytes or 0 for e in manifest.file_entries()}
+        extra: dict[str, Any] = {
+            "merge_strategy": MetadataValue.text(options.merge_strategy),
+            "key_columns": MetadataValue.json(list(options.key_columns or ())),
+            "rows_inserted": MetadataValue.int(result.inserted),
+            "rows_updated": MetadataValue.int(result.updated),
+            "files_rewritten": MetadataValue.int(len(result.rewritten_files)),
+            "files_preserved": MetadataValue.int(len(result.preserved_files)),
+            "files_added": MetadataValue.int(len(result.new_files)),
+        }
+        if result.version is None:
+            extra["note"] = MetadataValue.text("the merge changed nothing, so no new version was committed")
+        return _Written(
+            manifest,
+            result.inserted + result.updated,
+            sum(sizes.get(p, 0) for p in result.new_files),
+            extra,
+        )
+
+    @staticmethod
+    def _manifest_after(datasets: ParquetDatasetStore, key: str, version: int | None) -> DatasetManifest:
+        """The manifest a merge committed (the live one when it committed nothing)."""
+        if version is not None:
+            try:
+                return datasets.read_manifest(key, version=version)
+            except NotFound:
+                pass  # a later commit replaced it already and it is not retained: report the live one
+        return datasets.read_manifest(key)
+
+    @staticmethod
+    def _describe_output(context: OutputContext) -> str:
+        if context.has_asset_key:
+            return f"asset {context.asset_key.to_user_string()}"
+        return f"output {context.name!r} of step {context.step_key!r}"
 
     @staticmethod
     def _run_id(context: OutputContext) -> str | None:
@@ -320,8 +482,14 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         return metadata
 
     def _output_metadata(
-        self, context: OutputContext, key: str, manifest: DatasetManifest, handler: TypeHandler
+        self,
+        context: OutputContext,
+        key: str,
+        written: _Written,
+        handler: TypeHandler,
+        options: WriteOptions,
     ) -> dict[str, Any]:
+        manifest = written.manifest
         schema = manifest.schema
         column_schema = (
             TableSchema(columns=[TableColumn(name=f.name, type=str(f.type)) for f in schema])
@@ -334,16 +502,23 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         if column_schema is not None:
             table_md["dagster/column_schema"] = MetadataValue.table_schema(column_schema)
         entries = manifest.file_entries()
-        written = sum(e.size_bytes or 0 for e in entries)
-        return {
+        out: dict[str, Any] = {
             **table_md,
             "dagster/uri": MetadataValue.url(self._dataset_store().store.uri(key)),
             "dataset_key": MetadataValue.text(key),
             "manifest_version": MetadataValue.int(manifest.version),
+            "write_mode": MetadataValue.text(options.write_mode),
+            "rows_written": MetadataValue.int(written.rows),
             "part_count": MetadataValue.int(len(entries)),
-            "bytes_written": MetadataValue.int(written),
-            "python_type": MetadataValue.text(handler.type_name),
         }
+        if written.bytes is not None:
+            out["bytes_written"] = MetadataValue.int(written.bytes)
+        partition_by = list(getattr(manifest, "partition_by", ()) or ())
+        if partition_by:
+            out["partition_by"] = MetadataValue.json(partition_by)
+        out.update(written.extra)
+        out["python_type"] = MetadataValue.text(handler.type_name)
+        return out
 
     # ------------------------------------------------------------------ input
 
@@ -394,26 +569,6 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             )
         return handler
 
-    @staticmethod
-    def _input_options(context: InputContext) -> tuple[list[str] | None, bool]:
-        metadata = context.definition_metadata or {}
-        columns = metadata.get("columns")
-        if columns is not None:
-            if isinstance(columns, (str, bytes)) or not isinstance(columns, collections.abc.Sequence):
-                raise TypeError(
-                    f"input {context.name!r}: metadata 'columns' must be a list of column names, got {columns!r}"
-                )
-            if not all(isinstance(c, str) for c in columns):
-                raise TypeError(f"input {context.name!r}: metadata 'columns' must hold only strings, got {columns!r}")
-            columns = list(columns)
-        allow_missing = metadata.get("allow_missing_partitions", False)
-        if not isinstance(allow_missing, bool):
-            raise TypeError(
-                f"input {context.name!r}: metadata 'allow_missing_partitions' must be True or False, "
-                f"got {allow_missing!r}"
-            )
-        return columns, allow_missing
-
     def _describe(self, context: InputContext, partition_key: str | None) -> str:
         if context.has_asset_key:
             what = f"asset {context.asset_key.to_user_string()}"
@@ -430,19 +585,29 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         When the partition mapping yields no partition at all, returns ``{}``
         for a ``dict`` annotation and ``None`` otherwise.
 
+        Input metadata ``columns``, ``filters`` and ``version`` apply to every
+        dataset read (each partition's); ``version`` needs exactly one dataset,
+        since version numbers are per dataset.
+
         Raises:
             DatasetNotFound: an upstream dataset is absent (the message names its key);
                 with ``allow_missing_partitions`` only when every partition is absent.
-            DatasetIncomplete: an upstream dataset is incomplete or damaged.
+            DatasetIncomplete: an upstream dataset is incomplete or damaged, or the
+                requested ``version``'s files were removed.
+            NotFound: the requested ``version`` is not retained (the message lists those that are).
             UnsupportedTypeError: the annotation is not a supported type.
             ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
-            ValueError / TypeError: bad ``columns`` / ``allow_missing_partitions`` metadata,
-                or partitions whose schemas cannot be concatenated.
+            ValueError / TypeError: bad ``columns`` / ``filters`` / ``version`` /
+                ``allow_missing_partitions`` metadata (a filter on an unknown column names
+                it), ``version`` with several partitions, or partitions whose schemas
+                cannot be concatenated.
         """
         self._check_executor(context)
         datasets = self._dataset_store()
         as_dict, element_type = self._requested_type(context)
-        columns, allow_missing = self._input_options(context)
+        options = ReadOptions.from_metadata(context.definition_metadata, f"input {context.name!r}")
+        columns, allow_missing = options.columns, options.allow_missing_partitions
+        read_kwargs = options.read_kwargs()
         targets = self.input_dataset_keys(context)
         partitioned = context.has_asset_key and context.has_asset_partitions
         if as_dict and not partitioned:
@@ -452,6 +617,12 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             )
         if not targets:
             return {} if as_dict else None
+        if options.version is not None and len(targets) > 1:
+            raise ValueError(
+                f"input {context.name!r}: metadata 'version' ({options.version}) names one version of one "
+                f"dataset, but this input reads {len(targets)} partitions, each its own dataset with its own "
+                "version numbers; load a single partition, or drop 'version'"
+            )
 
         if element_type is None:
             handler = self._handler_as_written(context, [k for _pk, k in targets])
@@ -461,7 +632,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         def read_one(target: tuple[str | None, str]) -> tuple[bool, Any]:
             partition_key, key = target
             try:
-                return True, handler.read(context, datasets, key, columns=columns)
+                return True, handler.read(context, datasets, key, columns=columns, **read_kwargs)
             except DatasetNotFound:
                 if allow_missing and partition_key is not None:
                     return False, None
@@ -473,6 +644,11 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             except DatasetIncomplete as exc:
                 raise DatasetIncomplete(
                     f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is incomplete: {exc}"
+                ) from exc
+            except NotFound as exc:  # only a version that is not retained gets here
+                raise NotFound(
+                    f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}. "
+                    "Set retain_versions on RemoteStoreIOManager to keep more versions readable."
                 ) from exc
 
         if len(targets) == 1:

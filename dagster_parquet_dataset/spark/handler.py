@@ -10,6 +10,12 @@ or a manifest says the dataset was written from one.
 * Input: :func:`~dagster_parquet_dataset.spark.read_spark_dataset` on the
   active session (the one dagster-pyspark's ``PySparkResource`` created, or
   any session this process made); several partitions become one DataFrame.
+  Input ``filters`` are checked against the dataset (``plan_read``) and applied
+  as a Spark filter on the DataFrame (Spark's native reader pushes them down
+  to row groups); input ``version`` reads that retained version.
+* ``write_mode`` ``"append"``/``"merge"`` and ``partition_by``: the IO manager
+  converts the DataFrame with :meth:`SparkDataFrameHandler.to_arrow`, which
+  collects it to the driver (the dataset layer appends and merges Arrow tables).
 
 The datasets are ordinary datasets: an input annotated ``pandas.DataFrame`` or
 ``pyarrow.Table`` loads a Spark-written one, and a Spark input loads one
@@ -22,11 +28,13 @@ import functools
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, SparkSession
+import pyarrow as pa
+from pyspark.sql import Column, DataFrame, SparkSession
 
 from ..dagster_io.handlers import TypeHandler
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ._read import read_spark_dataset
+from ._schema import spark_schema_to_arrow
 from ._write import write_spark_dataset
 
 if TYPE_CHECKING:
@@ -52,6 +60,60 @@ def active_session() -> SparkSession:
             "with SparkSession.builder.getOrCreate() before the run."
         )
     return session
+
+
+def _spark_column(name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _spark_term(op: str, column: str, value: Any) -> Column:
+    """One normalized filter term as a Spark condition (SQL semantics: a null matches only ``is null``)."""
+    from pyspark.sql import functions as F
+
+    col = _spark_column(column)
+    if op == "is null":
+        return col.isNull()
+    if op == "is not null":
+        return col.isNotNull()
+    if op in ("in", "not in"):
+        values = list(value.to_pylist() if hasattr(value, "to_pylist") else value)
+        if not values:
+            return F.lit(False) if op == "in" else col.isNotNull()
+        return col.isin(values) if op == "in" else ~col.isin(values)
+    comparisons = {
+        "==": col.__eq__,
+        "!=": col.__ne__,
+        "<": col.__lt__,
+        "<=": col.__le__,
+        ">": col.__gt__,
+        ">=": col.__ge__,
+    }
+    return comparisons[op](F.lit(value))  # type: ignore[no-any-return]
+
+
+def spark_condition(filters: Sequence[Any], normalized: Sequence[Sequence[Any]]) -> Column:
+    """The Spark condition of DNF ``filters`` as given, with the operators the dataset layer normalized.
+
+    Args:
+        filters: the user's filters (a list of terms, or a list of lists of terms).
+        normalized: ``ParquetDatasetStore.plan_read(...).filters`` for them: the same
+            structure, already checked against the dataset's schema.
+    """
+    import operator
+
+    # As normalize_filters reads them: a list of terms is one conjunction, else a list of conjunctions.
+    is_term = [isinstance(t, (list, tuple)) and len(t) in (2, 3) and isinstance(t[0], str) for t in filters]
+    conjunctions = [filters] if all(is_term) else list(filters)
+    ors: list[Column] = []
+    for raw_conjunction, conjunction in zip(conjunctions, normalized, strict=True):
+        terms = [
+            _spark_term(p.op, p.column, raw[2] if len(raw) > 2 else None)
+            for raw, p in zip(raw_conjunction, conjunction, strict=True)
+        ]
+        ors.append(functools.reduce(operator.and_, terms))
+    return functools.reduce(operator.or_, ors)
 
 
 class SparkDataFrameHandler(TypeHandler):
@@ -80,6 +142,24 @@ class SparkDataFrameHandler(TypeHandler):
         """
         return write_spark_dataset(obj, datasets, key, overwrite=True, run_id=run_id, metadata=metadata)
 
+    def to_arrow(self, obj: Any) -> pa.Table:
+        """Collect ``obj`` to the driver as a ``pyarrow.Table`` with the Spark layer's Arrow schema.
+
+        Used for ``write_mode`` ``"append"``/``"merge"`` and ``partition_by``, which the
+        dataset layer applies to Arrow tables; the whole DataFrame must fit on the driver.
+
+        Raises:
+            TypeError: a column's type cannot be stored (the message names it).
+        """
+        target = spark_schema_to_arrow(obj.schema)
+        table = obj.toArrow()
+        if table.schema.equals(target):
+            return table
+        try:
+            return table.cast(target)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise TypeError(f"cannot convert the Spark DataFrame to Arrow as {target}: {exc}") from None
+
     def read(
         self,
         context: InputContext | None,
@@ -87,14 +167,36 @@ class SparkDataFrameHandler(TypeHandler):
         key: str,
         *,
         columns: Sequence[str] | None,
+        filters: Any = None,
+        version: int | None = None,
     ) -> DataFrame:
         """Read dataset ``key`` with :func:`read_spark_dataset` on the active session.
+
+        ``filters`` (DNF, as ``ParquetDatasetStore.read_dataset`` takes them) are
+        checked against the dataset and applied as a Spark filter before the
+        ``columns`` projection, so a filter may use a column that is not loaded.
+        ``version`` reads that retained past version.
 
         Raises:
             NoSparkSessionError: no SparkSession exists.
             DatasetNotFound / DatasetIncomplete / ValueError: as ``read_spark_dataset``.
+            NotFound: ``version`` is not retained.
+            ValueError / TypeError: malformed filters, or a filter on an unknown column (named).
         """
-        return read_spark_dataset(active_session(), datasets, key, columns=columns)
+        spark = active_session()
+        if not filters:
+            return read_spark_dataset(spark, datasets, key, columns=columns, version=version)
+        plan = datasets.plan_read(key, filters=filters, version=version)  # checks columns, operators, literals
+        if not plan.filters:
+            return read_spark_dataset(spark, datasets, key, columns=columns, version=version)
+        needed = None
+        if columns is not None:
+            wanted = list(columns)
+            extra = sorted({p.column for conj in plan.filters for p in conj} - set(wanted))
+            needed = wanted + extra
+        df = read_spark_dataset(spark, datasets, key, columns=needed, version=version)
+        df = df.where(spark_condition(filters, plan.filters))
+        return df if columns is None else df.select(*[_spark_column(c) for c in columns])
 
     def combine(self, objs: Sequence[Any]) -> DataFrame:
         """Union the partitions' DataFrames by column name, in order.

@@ -1,0 +1,259 @@
+"""Write and read options that assets, ops and inputs set through Dagster definition metadata.
+
+Output side (``@asset(metadata=...)``, ``AssetOut(metadata=...)``, ``Out(metadata=...)``):
+
+``write_mode``
+    ``"overwrite"`` (default): the output replaces the dataset with a new version.
+    ``"append"``: the output's rows are added as a new version (the dataset is created if absent).
+    ``"merge"``: the output is merged into the dataset by ``key_columns``.
+``key_columns``
+    Columns that identify a row; required for ``"merge"`` and only allowed with it.
+``merge_strategy``
+    ``"upsert"`` (default; replace matching rows whole, insert the rest), ``"insert"``
+    (only rows whose key is new) or ``"update"`` (only rows whose key exists); ``"merge"`` only.
+``partition_by``
+    Columns whose values split the dataset into ``col=value/`` folders inside its own folder.
+``allow_new_columns``
+    ``True`` lets an append add nullable columns the dataset does not have yet; ``"append"`` only.
+
+Input side (``AssetIn(metadata=...)``, ``In(metadata=...)``):
+
+``columns``
+    Load only these columns.
+``filters``
+    DNF filters: a list of ``(column, op, value)`` tuples (AND), or a list of such lists (OR of ANDs).
+``version``
+    Load this past version of the upstream dataset (while it is retained).
+``allow_missing_partitions``
+    Skip upstream partitions that were never written instead of failing.
+
+Everything is validated before any I/O; a bad value raises ``ValueError`` (or
+``TypeError`` for a wrong type) whose message names the asset or input, the
+metadata key and what is allowed. This module is pure: no Dagster contexts, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dagster import MetadataValue
+
+#: ``write_mode`` values, the first being the default.
+WRITE_MODES: tuple[str, ...] = ("overwrite", "append", "merge")
+#: ``merge_strategy`` values, the first being the default.
+MERGE_STRATEGIES: tuple[str, ...] = ("upsert", "insert", "update")
+
+WRITE_MODE_KEY = "write_mode"
+KEY_COLUMNS_KEY = "key_columns"
+MERGE_STRATEGY_KEY = "merge_strategy"
+PARTITION_BY_KEY = "partition_by"
+ALLOW_NEW_COLUMNS_KEY = "allow_new_columns"
+
+COLUMNS_KEY = "columns"
+FILTERS_KEY = "filters"
+VERSION_KEY = "version"
+ALLOW_MISSING_PARTITIONS_KEY = "allow_missing_partitions"
+
+
+def _raw(value: Any) -> Any:
+    """The plain Python value of a metadata entry (``MetadataValue.json([...])`` -> ``[...]``)."""
+    return value.value if isinstance(value, MetadataValue) else value
+
+
+def _column_list(value: Any, key: str, what: str, *, allow_empty: bool) -> tuple[str, ...]:
+    """A list of distinct column names.
+
+    Raises:
+        TypeError: not a list/tuple of strings (a bare string included, with a hint).
+        ValueError: empty (unless ``allow_empty``) or a name repeats.
+    """
+    if isinstance(value, str):
+        raise TypeError(
+            f"{what}: metadata {key!r} must be a list of column names, got the string {value!r}; use [{value!r}]"
+        )
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(
+            f"{what}: metadata {key!r} must be a list of column names, got {type(value).__name__} {value!r}"
+        )
+    names = tuple(value)
+    bad = [c for c in names if not isinstance(c, str) or not c]
+    if bad:
+        raise TypeError(f"{what}: metadata {key!r} must hold only non-empty column name strings, got {bad[0]!r}")
+    if not names and not allow_empty:
+        raise ValueError(f"{what}: metadata {key!r} must name at least one column")
+    repeated = sorted({c for c in names if names.count(c) > 1})
+    if repeated:
+        raise ValueError(f"{what}: metadata {key!r} repeats {', '.join(map(repr, repeated))}: {list(names)}")
+    return names
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    """How an output is written, from its definition metadata (see the module docstring).
+
+    Attributes:
+        write_mode: ``"overwrite"``, ``"append"`` or ``"merge"``.
+        partition_by: columns that partition the dataset into ``col=value/`` folders, or ``None``.
+        key_columns: the merge keys (``"merge"`` only).
+        merge_strategy: ``"upsert"``, ``"insert"`` or ``"update"`` (``"merge"`` only).
+        allow_new_columns: whether an append may add new nullable columns.
+    """
+
+    write_mode: str = WRITE_MODES[0]
+    partition_by: tuple[str, ...] | None = None
+    key_columns: tuple[str, ...] | None = None
+    merge_strategy: str = MERGE_STRATEGIES[0]
+    allow_new_columns: bool = False
+
+    @property
+    def is_default(self) -> bool:
+        """A plain overwrite without column partitioning: the handler writes the output itself."""
+        return self.write_mode == "overwrite" and self.partition_by is None
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> WriteOptions:
+        """Parse and check the write options in ``metadata``; other keys are ignored.
+
+        Args:
+            metadata: the output's definition metadata.
+            what: how error messages name the output, e.g. ``"asset sales/events"``.
+
+        Raises:
+            ValueError: an unknown ``write_mode`` or ``merge_strategy`` (the message lists the
+                allowed ones), ``"merge"`` without ``key_columns``, an option given with a
+                write mode it does not apply to, an empty or repeating column list.
+            TypeError: a value of the wrong type (e.g. ``key_columns="id"`` instead of ``["id"]``).
+        """
+        md = {k: _raw(v) for k, v in (metadata or {}).items()}
+        mode = md.get(WRITE_MODE_KEY, WRITE_MODES[0])
+        if not isinstance(mode, str) or mode not in WRITE_MODES:
+            raise ValueError(
+                f"{what}: metadata {WRITE_MODE_KEY!r} is {mode!r}; it must be one of "
+                f"{', '.join(map(repr, WRITE_MODES))} (default {WRITE_MODES[0]!r})"
+            )
+
+        partition_by: tuple[str, ...] | None = None
+        if md.get(PARTITION_BY_KEY) is not None:
+            partition_by = _column_list(md[PARTITION_BY_KEY], PARTITION_BY_KEY, what, allow_empty=True) or None
+
+        key_columns: tuple[str, ...] | None = None
+        if md.get(KEY_COLUMNS_KEY) is not None:
+            if mode != "merge":
+                raise ValueError(
+                    f"{what}: metadata {KEY_COLUMNS_KEY!r} only applies to {WRITE_MODE_KEY} 'merge', but "
+                    f"{WRITE_MODE_KEY} is {mode!r}; add {WRITE_MODE_KEY}='merge' or remove {KEY_COLUMNS_KEY!r}"
+                )
+            key_columns = _column_list(md[KEY_COLUMNS_KEY], KEY_COLUMNS_KEY, what, allow_empty=False)
+        elif mode == "merge":
+            raise ValueError(
+                f"{what}: {WRITE_MODE_KEY} 'merge' needs metadata {KEY_COLUMNS_KEY!r}, the columns that identify "
+                f"a row, e.g. metadata={{'{WRITE_MODE_KEY}': 'merge', '{KEY_COLUMNS_KEY}': ['id']}}"
+            )
+
+        strategy = md.get(MERGE_STRATEGY_KEY)
+        if strategy is not None:
+            if mode != "merge":
+                raise ValueError(
+                    f"{what}: metadata {MERGE_STRATEGY_KEY!r} only applies to {WRITE_MODE_KEY} 'merge', "
+                    f"but {WRITE_MODE_KEY} is {mode!r}"
+                )
+            if not isinstance(strategy, str) or strategy not in MERGE_STRATEGIES:
+                raise ValueError(
+                    f"{what}: metadata {MERGE_STRATEGY_KEY!r} is {strategy!r}; it must be one of "
+                    f"{', '.join(map(repr, MERGE_STRATEGIES))} (default {MERGE_STRATEGIES[0]!r})"
+                )
+
+        allow_new = md.get(ALLOW_NEW_COLUMNS_KEY)
+        if allow_new is not None:
+            if not isinstance(allow_new, bool):
+                raise TypeError(f"{what}: metadata {ALLOW_NEW_COLUMNS_KEY!r} must be True or False, got {allow_new!r}")
+            if mode != "append":
+                raise ValueError(
+                    f"{what}: metadata {ALLOW_NEW_COLUMNS_KEY!r} only applies to {WRITE_MODE_KEY} 'append', "
+                    f"but {WRITE_MODE_KEY} is {mode!r}"
+                )
+
+        return cls(
+            write_mode=mode,
+            partition_by=partition_by,
+            key_columns=key_columns,
+            merge_strategy=strategy if strategy is not None else MERGE_STRATEGIES[0],
+            allow_new_columns=bool(allow_new),
+        )
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """How an input is loaded, from its definition metadata (see the module docstring).
+
+    Attributes:
+        columns: the columns to load, or ``None`` for all.
+        filters: DNF filters as given (validated against the schema by the dataset layer), or ``None``.
+        version: the dataset version to load, or ``None`` for the latest.
+        allow_missing_partitions: skip upstream partitions that were never written.
+    """
+
+    columns: list[str] | None = None
+    filters: list[Any] | None = None
+    version: int | None = None
+    allow_missing_partitions: bool = False
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> ReadOptions:
+        """Parse and check the read options in ``metadata``; other keys are ignored.
+
+        The shape of ``filters`` is checked here; its columns, operators and
+        literals are checked against the dataset's schema when it is read.
+
+        Args:
+            metadata: the input's definition metadata.
+            what: how error messages name the input, e.g. ``"input 'events'"``.
+
+        Raises:
+            TypeError: ``columns`` is not a list of strings, ``filters`` is not a list,
+                ``version`` is not an int, ``allow_missing_partitions`` is not a bool.
+            ValueError: ``version`` is not positive.
+        """
+        md = {k: _raw(v) for k, v in (metadata or {}).items()}
+        columns = md.get(COLUMNS_KEY)
+        if columns is not None:
+            if isinstance(columns, (str, bytes)) or not isinstance(columns, Sequence):
+                raise TypeError(f"{what}: metadata {COLUMNS_KEY!r} must be a list of column names, got {columns!r}")
+            if not all(isinstance(c, str) for c in columns):
+                raise TypeError(f"{what}: metadata {COLUMNS_KEY!r} must hold only strings, got {columns!r}")
+            columns = list(columns)
+
+        filters = md.get(FILTERS_KEY)
+        if filters is not None:
+            if not isinstance(filters, (list, tuple)):
+                raise TypeError(
+                    f"{what}: metadata {FILTERS_KEY!r} must be a list of (column, op, value) tuples, or a list "
+                    f"of such lists (OR of ANDs), got {type(filters).__name__} {filters!r}"
+                )
+            filters = list(filters) or None
+
+        version = md.get(VERSION_KEY)
+        if version is not None:
+            if isinstance(version, bool) or not isinstance(version, int):
+                raise TypeError(f"{what}: metadata {VERSION_KEY!r} must be an int (a dataset version), got {version!r}")
+            if version < 1:
+                raise ValueError(f"{what}: metadata {VERSION_KEY!r} must be >= 1 (versions start at 1), got {version}")
+
+        allow_missing = md.get(ALLOW_MISSING_PARTITIONS_KEY, False)
+        if not isinstance(allow_missing, bool):
+            raise TypeError(
+                f"{what}: metadata {ALLOW_MISSING_PARTITIONS_KEY!r} must be True or False, got {allow_missing!r}"
+            )
+        return cls(columns=columns, filters=filters, version=version, allow_missing_partitions=allow_missing)
+
+    def read_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for :meth:`TypeHandler.read` beyond ``columns``: only the options that are set,
+        so a handler written before ``filters``/``version`` existed keeps working when they are not used."""
+        kwargs: dict[str, Any] = {}
+        if self.filters is not None:
+            kwargs["filters"] = self.filters
+        if self.version is not None:
+            kwargs["version"] = self.version
+        return kwargs

@@ -12,11 +12,14 @@ meanwhile, like the dataset layer does), and then builds the DataFrame:
 ``arrow`` (any shared store)
     The part list is parallelized, one Spark partition per part; each task
     reads its part through the pickled store, checks its footer against the
-    manifest and streams it out row group by row group (``mapInArrow``).
+    manifest and streams it out row group by row group (``mapInArrow``),
+    adding the columns a file does not hold (partition values, columns added
+    after it was written).
 
-The DataFrame is lazy and bound to the version read at call time: if an
-overwrite deletes those parts before an action runs, the action fails (it
-never returns another version's rows or a mix).
+The DataFrame is lazy and bound to the version read at call time: if a later
+write deletes those parts before an action runs, the action fails rather than
+read another version (later versions never reuse the name of a file a
+manifest referenced, short of deleting and re-creating the dataset).
 """
 
 from __future__ import annotations

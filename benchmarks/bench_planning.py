@@ -13,9 +13,10 @@ Two ways of planning are timed, best of ``--repeat`` runs, in milliseconds,
 each including ``normalize_filters`` and all decoding of statistics and
 partition values:
 
-* ``plan_files``: the fast path the dataset layer uses (partition values
-  decoded and substituted once per distinct partition, statistics decoded only
-  for columns the residual filter still references);
+* ``plan_files``: the fast path for the dataset layer (partition values
+  decoded and substituted once per distinct partition; a file's statistics
+  decoded lazily, only for the terms that evaluation reaches, with no
+  ``ColumnStats`` objects built);
 * ``per-file``: the primitives one file at a time (``decode_value`` of the
   partition values, ``residual_filters``, ``decode_stats`` of the filter's
   columns, ``partition_stats``, ``might_match``).

@@ -47,7 +47,7 @@ from ._stats import (
     ColumnStats,
     column_decoders,
     decimal_bounds,
-    decode_columns,
+    decode_entry,
     decode_value,
     int_like_range,
     normalize_literal,
@@ -282,8 +282,15 @@ def _term_might_match(p: Predicate, st: ColumnStats | None, rows: int | None) ->
     """False only if ``st`` proves that no row satisfies ``p``."""
     if st is None:
         return True
+    return _bounds_might_match(p, st.min, st.max, st.null_count, rows)
+
+
+def _bounds_might_match(p: Predicate, lo: Any, hi: Any, nulls: int | None, rows: int | None) -> bool:
+    """False only if a column's (min, max, null count) prove that no row satisfies ``p``.
+
+    The single statement of the pruning rules, for ``might_match`` and ``plan_files``.
+    """
     op = p.op
-    nulls = st.null_count
     if op == "is null":
         return nulls is None or nulls > 0
     if op == "is not null":
@@ -293,7 +300,7 @@ def _term_might_match(p: Predicate, st: ColumnStats | None, rows: int | None) ->
         return False
     if not p.prunable:
         return True
-    lo, hi, v = st.min, st.max, p.value
+    v = p.value
     try:
         if op == "==":
             return (lo is None or not v < lo) and (hi is None or not v > hi)
@@ -474,9 +481,10 @@ def plan_files(
     """Prune a manifest's files, and give each kept file its residual row filter.
 
     The fast path for planning (``benchmarks/bench_planning.py``): partition
-    values are decoded and substituted once per distinct partition, and only
-    the statistics of columns that the residual filter still references are
-    decoded.
+    values are decoded and substituted once per distinct partition
+    (``residual_filters``), and a file's statistics are decoded lazily, only
+    for the terms that evaluation reaches, under exactly the rules of
+    ``might_match``.
 
     Args:
         dnf: from ``normalize_filters``.
@@ -494,13 +502,14 @@ def plan_files(
         partition columns); ``None`` when ``dnf`` is ``None``.
 
     Raises:
-        ValueError: malformed statistics or partition values (see ``decode_stats``, ``decode_value``).
+        ValueError: malformed partition values, or malformed statistics of a column that evaluation
+            reaches (see ``decode_value``, ``decode_stats``).
     """
     if dnf is None:
         return [None for _ in files]
     types = {f.name: f.type for f in schema}
     decoders = column_decoders(schema)
-    residuals: dict[Any, tuple[Residual, frozenset[str]]] = {}
+    residuals: dict[Any, Residual] = {}
     out: list[Residual] = []
     append = out.append
     for column_stats, partition_values, rows in files:
@@ -508,26 +517,46 @@ def plan_files(
             append(False)
             continue
         key: Any = tuple(partition_values.items()) if partition_values else ()
+        residual: Any
         try:
-            hit = residuals.get(key)
+            residual = residuals.get(key, _MISSING)
         except TypeError:  # an unhashable (malformed) value: no memo
-            key, hit = _MISSING, None
-        if hit is None:
+            key = residual = _MISSING
+        if residual is _MISSING:
             constants = {}
             for name, raw in (partition_values or {}).items():
                 typ = types.get(name)
                 if typ is not None and (raw is None or stats_supported(typ)):
                     constants[name] = decode_value(raw, typ)
-            simplified = residual_filters(dnf, constants)
-            hit = (simplified, filter_columns(simplified))
+            residual = residual_filters(dnf, constants)
             if key is not _MISSING:
-                residuals[key] = hit
-        residual, columns = hit
+                residuals[key] = residual
         if residual is True or residual is False:
             append(residual)
             continue
-        stats = decode_columns(column_stats, decoders, columns) if column_stats else {}
-        append(residual if might_match(residual, stats, rows) else False)
+        if not column_stats:
+            append(residual)
+            continue
+        if type(column_stats) is not dict and not isinstance(column_stats, Mapping):
+            raise ValueError(f"file statistics are not an object: {_short(column_stats)}")
+        # Statistics are decoded lazily, only for the terms evaluation reaches.
+        get = column_stats.get
+        for conjunction in residual:
+            for p in conjunction:
+                entry = get(p.column)
+                if entry is None:
+                    continue
+                spec = decoders.get(p.column)
+                if spec is None:
+                    continue
+                lo, hi, nulls = decode_entry(p.column, entry, spec)
+                if not _bounds_might_match(p, lo, hi, nulls, rows):
+                    break
+            else:
+                append(residual)
+                break
+        else:
+            append(False)
     return out
 
 

@@ -793,10 +793,38 @@ def decode_stats(
     return decode_columns(raw, column_decoders(schema), columns)
 
 
+def decode_entry(name: str, entry: Any, spec: tuple[Any, Any]) -> tuple[Any, Any, int | None]:
+    """``(min, max, null_count)`` of one column's raw manifest statistics, decoded and checked.
+
+    ``spec`` is the column's ``column_decoders(schema)[name]``.
+
+    Raises:
+        ValueError: the entry is malformed.
+    """
+    if type(entry) is not dict and not isinstance(entry, Mapping):
+        raise ValueError(f"statistics of column {name!r} are not an object: {entry!r}")
+    nulls = entry.get("null_count")
+    if nulls is not None and (type(nulls) is not int or nulls < 0):
+        raise ValueError(f"statistics of column {name!r} have a bad null_count: {nulls!r}")
+    mn = entry.get("min")
+    mx = entry.get("max")
+    exact, decode = spec
+    if exact is not None:
+        if (mn is not None and type(mn) is not exact) or (mx is not None and type(mx) is not exact):
+            raise ValueError(
+                f"statistics of column {name!r} are malformed: expected {exact.__name__} values, got {mn!r}, {mx!r}"
+            )
+        return mn, mx, nulls
+    try:
+        return (None if mn is None else decode(mn)), (None if mx is None else decode(mx)), nulls
+    except ValueError as exc:
+        raise ValueError(f"statistics of column {name!r} are malformed: {exc}") from None
+
+
 def decode_columns(
     raw: Mapping[str, Any], decoders: Mapping[str, tuple[Any, Any]], columns: Iterable[str]
 ) -> dict[str, ColumnStats]:
-    """``decode_stats`` with the per-schema decoders already looked up (the planning hot path)."""
+    """``decode_stats`` with the per-schema decoders already looked up."""
     if type(raw) is not dict and not isinstance(raw, Mapping):
         raise ValueError(f"file statistics are not an object: {raw!r}")
     out: dict[str, ColumnStats] = {}
@@ -808,28 +836,7 @@ def decode_columns(
         spec = decoders.get(name)
         if spec is None:
             continue
-        if type(entry) is not dict and not isinstance(entry, Mapping):
-            raise ValueError(f"statistics of column {name!r} are not an object: {entry!r}")
-        nulls = entry.get("null_count")
-        if nulls is not None and (type(nulls) is not int or nulls < 0):
-            raise ValueError(f"statistics of column {name!r} have a bad null_count: {nulls!r}")
-        mn = entry.get("min")
-        mx = entry.get("max")
-        exact, decode = spec
-        if exact is not None:
-            if (mn is not None and type(mn) is not exact) or (mx is not None and type(mx) is not exact):
-                raise ValueError(
-                    f"statistics of column {name!r} are malformed: expected {exact.__name__} values, got {mn!r}, {mx!r}"
-                )
-        else:
-            try:
-                if mn is not None:
-                    mn = decode(mn)
-                if mx is not None:
-                    mx = decode(mx)
-            except ValueError as exc:
-                raise ValueError(f"statistics of column {name!r} are malformed: {exc}") from None
-        out[name] = _make_stats(mn, mx, nulls)
+        out[name] = _make_stats(*decode_entry(name, entry, spec))
     return out
 
 

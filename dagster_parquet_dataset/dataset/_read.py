@@ -21,8 +21,8 @@ import pyarrow.parquet as pq
 from ..errors import DatasetIncomplete, NotFound
 from ..storage.base import Store
 from ._partition import add_partition_columns
-from ._pruning import ColumnStats, might_match, normalize_filters, partition_stats, residual_filters, to_expression
-from ._stats import decode_stats, decode_value
+from ._pruning import normalize_filters, plan_files, residual_filters, to_expression
+from ._stats import decode_value
 from .manifest import DatasetManifest, FileEntry, schema_hash
 
 _MAX_IO_THREADS = 16
@@ -100,6 +100,14 @@ def file_constants(entry: FileEntry, schema: pa.Schema) -> dict[str, Any]:
     return constants
 
 
+def _constant_values(entry: FileEntry) -> dict[str, Any] | None:
+    """A file's constant columns in manifest (encoded) form: partition values, and
+    columns added after the file was written (null)."""
+    if not entry.missing_columns:
+        return entry.partition_values
+    return {**(entry.partition_values or {}), **dict.fromkeys(entry.missing_columns)}
+
+
 def plan(manifest: DatasetManifest, schema: pa.Schema, filters: Any) -> ReadPlan:
     """Split the manifest's files into selected and pruned for ``filters`` (no I/O).
 
@@ -111,22 +119,9 @@ def plan(manifest: DatasetManifest, schema: pa.Schema, filters: Any) -> ReadPlan
     entries = manifest.file_entries()
     if dnf is None:
         return ReadPlan(manifest.dataset_key, manifest.version, entries, (), None, manifest)
-    selected: list[FileEntry] = []
-    pruned: list[FileEntry] = []
-    filter_columns = {p.column for conj in dnf for p in conj}
-    for entry in entries:
-        stats: dict[str, ColumnStats] = decode_stats(
-            {c: s for c, s in (entry.stats or {}).items() if c in filter_columns}, schema
-        )
-        for col, value in file_constants(entry, schema).items():
-            stats[col] = partition_stats(value, entry.row_count)
-        if (
-            might_match(dnf, stats, entry.row_count)
-            and residual_filters(dnf, file_constants(entry, schema)) is not False
-        ):
-            selected.append(entry)
-        else:
-            pruned.append(entry)
+    answers = plan_files(dnf, schema, ((e.stats, _constant_values(e), e.row_count) for e in entries))
+    selected = [e for e, answer in zip(entries, answers, strict=True) if answer is not False]
+    pruned = [e for e, answer in zip(entries, answers, strict=True) if answer is False]
     return ReadPlan(manifest.dataset_key, manifest.version, tuple(selected), tuple(pruned), dnf, manifest)
 
 

@@ -159,3 +159,23 @@ def test_concurrent_overwrites_never_mix(store: Store, existing: bool) -> None:
     stray = {f.path for f in store.list_files("hot") if f.path.endswith(".parquet")} - live
     assert not stray, stray
     assert seen or not existing
+
+
+def test_failed_first_write_leaves_the_key_absent(store: Store) -> None:
+    """A first write that fails before committing removes its files and its claim."""
+    from dagster_parquet_dataset import DatasetNotFound
+
+    schema = pa.schema([("id", pa.int64())])
+
+    def batches():  # type: ignore[no-untyped-def]
+        yield pa.record_batch([pa.array([1, 2], pa.int64())], schema=schema)
+        raise RuntimeError("source failed mid-stream")
+
+    ds = ParquetDatasetStore(store, max_rows_per_file=1)
+    with pytest.raises(RuntimeError, match="mid-stream"):
+        ds.write_dataset(pa.RecordBatchReader.from_batches(schema, batches()), "k")
+    with pytest.raises(DatasetNotFound):
+        ds.read_dataset("k")
+    assert list(store.list_files("k")) == []
+    manifest = ds.write_dataset(table_of(1), "k")
+    assert manifest.parts[0] == "part-00000.parquet"  # Spec names again: the claim was released

@@ -268,7 +268,7 @@ class ParquetDatasetStore:
         try:
             entries = self._write_parts(table, pending, partition, attempted)
         except BaseException:
-            self._delete_quietly(attempted)
+            self._abandon(pending, attempted)
             raise
         operation = "overwrite" if pending.token is not None else "write"
         base = self._manifest(key, entries, table.schema, pending.run_id, pending.metadata, partition, operation)
@@ -378,6 +378,18 @@ class ParquetDatasetStore:
             operation=operation,
         )
 
+    def _abandon(self, pending: PendingWrite, attempted: Iterable[str]) -> None:
+        """Clean up after a write that did not commit: its files, and its ``_claim``
+        if it held one and the dataset still has no manifest (so a failed first
+        write leaves the key absent, not "incomplete")."""
+        self._delete_quietly(attempted)
+        if pending.spec_names:
+            try:
+                if not self.store.exists(f"{pending.key}/{MANIFEST_NAME}"):
+                    self._delete_quietly([f"{pending.key}/{CLAIM_NAME}"])
+            except Exception as exc:  # cleanup must not hide the real outcome
+                log.warning("could not release the claim of %r: %s", pending.key, exc)
+
     def _claim(self, key: str, txn: str) -> bool:
         """Win the right to write Spec-named parts for a new dataset.
 
@@ -453,7 +465,7 @@ class ParquetDatasetStore:
         try:
             committed = self._commit(key, build, pending.current, pending.token, exclusive=exclusive)
         except BaseException:
-            self._delete_quietly(attempted)
+            self._abandon(pending, attempted)
             raise
         self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
         self._delete_quietly(f"{key}/{p}" for p in committed.obsolete)

@@ -24,7 +24,8 @@ def make_table(rows: int, seed: int = 0) -> pa.Table:
             "amount": rng.normal(100, 25, rows).round(2),
             "customer": pa.array(categories[rng.integers(0, len(categories), rows)]),
             "ts": pa.array(
-                np.datetime64("2026-01-01T00:00:00", "us") + rng.integers(0, 86_400_000_000 * 30, rows).astype("timedelta64[us]"),
+                np.datetime64("2026-01-01T00:00:00", "us")
+                + rng.integers(0, 86_400_000_000 * 30, rows).astype("timedelta64[us]"),
                 pa.timestamp("us", tz="UTC"),
             ),
             "qty": rng.integers(0, 1000, rows, dtype=np.int32),

@@ -27,7 +27,10 @@ _COLUMN_KINDS = {
         pa.timestamp("us", tz="Europe/Zurich"),
         st.datetimes(min_value=dt.datetime(1900, 1, 1), max_value=dt.datetime(2200, 1, 1), timezones=st.just(dt.UTC)),
     ),
-    "ts_naive": (pa.timestamp("ms"), st.datetimes(min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(2200, 1, 1))),
+    "ts_naive": (
+        pa.timestamp("ms"),
+        st.datetimes(min_value=dt.datetime(1970, 1, 1), max_value=dt.datetime(2200, 1, 1)),
+    ),
     "decimal": (
         pa.decimal128(12, 3),
         st.decimals(min_value=-(10**8), max_value=10**8, places=3, allow_nan=False, allow_infinity=False).map(
@@ -90,7 +93,9 @@ def test_round_trip_on_local_disk(tmp_path_factory: pytest.TempPathFactory, tabl
             ["dataset_key", "parts", "row_count", "schema_hash", "compression", "created_at_utc", "run_id", "metadata"]
             + ["format_version", "version", "files", "arrow_schema", "obsolete"]
         ),
-        st.one_of(st.none(), st.integers(), _text, st.lists(_text, max_size=2), st.dictionaries(_text, _text, max_size=2)),
+        st.one_of(
+            st.none(), st.integers(), _text, st.lists(_text, max_size=2), st.dictionaries(_text, _text, max_size=2)
+        ),
     )
 )
 def test_from_json_rejects_anything_malformed_with_manifest_corrupted(raw: dict) -> None:  # type: ignore[type-arg]

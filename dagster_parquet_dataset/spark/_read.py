@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from ..dataset._read import check_columns
 from ..dataset.manifest import DatasetManifest, FileEntry, schema_hash
 from ..dataset.store import ParquetDatasetStore
 from ..errors import CapabilityNotSupported, DatasetIncomplete, NotFound
@@ -57,29 +58,19 @@ class _PartsVanished(Exception):
 
 
 def _check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key: str) -> list[str] | None:
-    """Validate a projection against ``schema``.
+    """Validate a projection against ``schema`` (the dataset layer's rules, plus Spark's).
 
     Raises:
         TypeError: ``columns`` is a string or holds non-strings.
         ValueError: empty, repeated, or unknown columns; the message names them.
     """
-    if columns is None:
+    cols = check_columns(columns, schema, dataset_key)
+    if cols is None:
         return None
-    if isinstance(columns, (str, bytes)):
-        raise TypeError(f"columns must be a list of column names, not a single string {columns!r}")
-    cols = list(columns)
-    for c in cols:
-        if not isinstance(c, str):
-            raise TypeError(f"column names must be strings, got {c!r}")
     if not cols:
         raise ValueError("columns must name at least one column (a Spark DataFrame needs one)")
     if len(set(cols)) != len(cols):
         raise ValueError(f"columns lists a column more than once: {cols}")
-    unknown = [c for c in cols if schema.get_field_index(c) < 0]
-    if unknown:
-        raise ValueError(
-            f"dataset {dataset_key!r} has no column {', '.join(map(repr, unknown))}; its columns are {schema.names}"
-        )
     return cols
 
 

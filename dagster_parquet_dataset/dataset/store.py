@@ -620,8 +620,7 @@ class ParquetDatasetStore:
         schema = current.schema
         if schema is None:
             raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to append")
-        data_schema = schema
-        return evolve_schema(data_schema, incoming, allow_new_columns=allow_new_columns, key=key)
+        return evolve_schema(schema, incoming, allow_new_columns=allow_new_columns, key=key)
 
     # -------------------------------------------------------------------- merge
 

@@ -40,7 +40,8 @@ class PartsVanished(Exception):
         self.missing = missing
 
 
-def _map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[fn(x) for x in items]`` on I/O threads (inline for a single item)."""
     if len(items) <= 1:
         return [fn(item) for item in items]
     with ThreadPoolExecutor(max_workers=min(_MAX_IO_THREADS, len(items)), thread_name_prefix="pds-read") as pool:
@@ -207,7 +208,7 @@ def _open_all(
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after closing the others
             return exc
 
-    results = _map(attempt, entries)
+    results = parallel_map(attempt, entries)
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:
         for r in results:
@@ -286,7 +287,7 @@ def read_parts(
     sizes = [e.size_bytes for e in read_plan.selected]
     whole = projection is None and None not in sizes and sum(sizes) <= _WHOLE_FILE_BUDGET  # type: ignore[arg-type]
     opened = _open_all(store, dataset_key, manifest, schema, read_plan.selected, whole)
-    tables = _map(
+    tables = parallel_map(
         lambda pair: _read_one(dataset_key, manifest, schema, pair[0], pair[1], output, read_plan.filters),
         list(zip(read_plan.selected, opened, strict=True)),
     )

@@ -26,7 +26,6 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -47,7 +46,7 @@ from ..storage.base import Capability, FileInfo, Store, validate_key
 from ._merge import KeyIndex, MergeResult, check_merge_args, match_keys
 from ._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
 from ._pruning import partition_stats
-from ._read import PartsVanished, ReadPlan, file_constants, plan, read_parts
+from ._read import PartsVanished, ReadPlan, file_constants, parallel_map, plan, read_parts
 from ._schema import conform_table, evolve_schema
 from ._stats import decode_stats
 from ._write import (
@@ -722,7 +721,9 @@ class ParquetDatasetStore:
         elsewhere = {e.path for e in move_candidates}
         for entry, found in zip(
             rewrite_candidates + move_candidates,
-            _read_map(lambda e: self._read_file(key, current, schema, e, keys), rewrite_candidates + move_candidates),
+            parallel_map(
+                lambda e: self._read_file(key, current, schema, e, keys), rewrite_candidates + move_candidates
+            ),
             strict=True,
         ):
             target_rows, source_rows = match_keys(found, source, keys)
@@ -1120,10 +1121,3 @@ def _age(manifest: DatasetManifest, now: float) -> float:
     if created.tzinfo is None:
         created = created.replace(tzinfo=timezone.utc)
     return now - created.timestamp()
-
-
-def _read_map(fn: Callable[[FileEntry], pa.Table], entries: list[FileEntry]) -> list[pa.Table]:
-    if len(entries) <= 1:
-        return [fn(e) for e in entries]
-    with ThreadPoolExecutor(max_workers=min(8, len(entries)), thread_name_prefix="pds-merge") as pool:
-        return list(pool.map(fn, entries))

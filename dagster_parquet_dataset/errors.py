@@ -56,3 +56,13 @@ class ManifestCorrupted(RemoteStoreError):
 
 class CommitConflict(RemoteStoreError):
     """A compare-and-swap commit lost: another writer changed the target first."""
+
+
+class CommitOutcomeUnknown(RemoteStoreError):
+    """A commit's outcome could not be confirmed (the store did not answer).
+
+    The new version may or may not be live. Its parts were kept, so whichever
+    manifest is live stays readable; read the dataset to see which version it
+    is. If the commit did not land, :meth:`ParquetDatasetStore.vacuum` removes
+    the unused parts after its grace period.
+    """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.dataset as pads
@@ -16,6 +17,7 @@ from dagster_parquet_dataset import (
     Capability,
     CapabilityNotSupported,
     DatasetIncomplete,
+    DatasetManifest,
     DatasetNotFound,
     LocalStore,
     ManifestCorrupted,
@@ -165,13 +167,18 @@ def test_record_batch_reader_never_held_whole() -> None:
 # PDS-003 / PDS-006 ---------------------------------------------------------
 
 
-def test_read_requires_success_marker(store: Store) -> None:
+def test_read_requires_success_marker_of_a_spec_only_writer(store: Store) -> None:
+    # A Spec 042 writer's manifest without _SUCCESS may be an unfinished write (PDS-003).
     ds = ParquetDatasetStore(store)
     ds.write_dataset(sample(), "k")
+    spec_only = DatasetManifest.from_json(store.read_bytes("k/manifest.json"))
+    spec_only = replace(spec_only, format_version=0, txn=None, txns=())
+    store.write_bytes("k/manifest.json", spec_only.to_json().encode())
     store.delete("k/_SUCCESS")
     with pytest.raises(DatasetIncomplete, match="_SUCCESS"):
         ds.read_dataset("k")
     assert not ds.dataset_exists("k")
+    assert not store.exists("k/_SUCCESS")
 
 
 def test_read_of_absent_dataset_is_not_found_and_incomplete(store: Store) -> None:

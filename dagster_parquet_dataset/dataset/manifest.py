@@ -137,6 +137,13 @@ class DatasetManifest:
     """Columns the data is partitioned by (``col=value/`` folders)."""
     operation: str | None = None
     """What made this version: ``write``, ``overwrite``, ``append`` or ``merge``."""
+    txn: str | None = None
+    """The token of the write that committed this version (unique per write)."""
+    txns: tuple[str, ...] = ()
+    """Tokens of the writes that committed this version and the ones before it,
+    newest first (a bounded window). A writer whose commit response was lost
+    finds its token here and knows its commit landed, even if other writers
+    committed on top meanwhile."""
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -168,6 +175,9 @@ class DatasetManifest:
             out["obsolete"] = list(self.obsolete)
             out["partition_by"] = list(self.partition_by)
             out["operation"] = self.operation
+            if self.txn is not None:
+                out["txn"] = self.txn
+                out["txns"] = list(self.txns)
         return out
 
     def to_json(self) -> str:
@@ -262,6 +272,12 @@ class DatasetManifest:
         operation = raw.get("operation")
         if operation is not None and not isinstance(operation, str):
             raise ManifestCorrupted("manifest 'operation' should be a string", reason="bad operation")
+        txn = raw.get("txn")
+        txns = raw.get("txns") or []
+        if (txn is not None and not isinstance(txn, str)) or (
+            not isinstance(txns, list) or not all(isinstance(t, str) for t in txns)
+        ):
+            raise ManifestCorrupted("manifest 'txn'/'txns' should be a string and a list of strings", reason="bad txns")
         arrow_schema = raw.get("arrow_schema")
         if arrow_schema is not None:
             if not isinstance(arrow_schema, str):
@@ -288,4 +304,6 @@ class DatasetManifest:
             obsolete=tuple(obsolete),
             partition_by=tuple(partition_by),
             operation=operation,
+            txn=txn,
+            txns=tuple(txns),
         )

@@ -25,8 +25,8 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -43,6 +43,15 @@ from ..errors import (
     NotFound,
 )
 from ..storage.base import Capability, FileInfo, Store, validate_key
+from ._commit import Committer, PendingWrite
+from ._layout import (
+    CLAIM_NAME,
+    MANIFEST_NAME,
+    SUCCESS_NAME,
+    VERSIONS_DIR,
+    version_of,
+    version_path,
+)
 from ._merge import KeyIndex, MergeResult, check_merge_args, match_keys
 from ._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
 from ._pruning import partition_stats
@@ -62,15 +71,9 @@ from .manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema,
 
 log = logging.getLogger(__name__)
 
-MANIFEST_NAME = "manifest.json"
-SUCCESS_NAME = "_SUCCESS"
-CLAIM_NAME = "_claim"
-SINGLE_FILE_NAME = "data.parquet"
-VERSIONS_DIR = "_versions"
 _DEFAULT: Any = object()
 
 _COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")
-_COMMIT_ATTEMPTS = 20
 _READ_ATTEMPTS = 10
 
 
@@ -98,42 +101,6 @@ def _check_metadata(metadata: Mapping[str, str] | None) -> dict[str, str] | None
     return dict(metadata)
 
 
-@dataclass(frozen=True)
-class PendingWrite:
-    """A write begun by :meth:`ParquetDatasetStore.begin_write`, to be finished by
-    :meth:`ParquetDatasetStore.commit_write`.
-
-    Writers that produce parts themselves (the Spark layer's executors) write
-    them under :meth:`part_name` (or any name that carries :attr:`txn`), then
-    commit them all at once.
-
-    Attributes:
-        key: the validated dataset key.
-        txn: a token unique to this write; names of parts that are not Spec
-            names carry it.
-        spec_names: whether this writer holds the new dataset's ``_claim``, so
-            its parts may carry exactly the Spec names.
-        overwrite, run_id, metadata: as given to ``begin_write``.
-    """
-
-    key: str
-    txn: str
-    spec_names: bool
-    overwrite: bool
-    run_id: str | None
-    metadata: dict[str, str] | None
-    current: DatasetManifest | None = field(repr=False)
-    token: str | None = field(repr=False)
-
-    def part_name(self, index: int) -> str:
-        """Name of part ``index`` relative to the dataset key: ``part-NNNNN.parquet``, or with :attr:`txn`."""
-        return f"part-{index:05d}.parquet" if self.spec_names else f"part-{index:05d}-{self.txn}.parquet"
-
-    def single_name(self) -> str:
-        """Name of a single-file dataset's only part: ``data.parquet``, or with :attr:`txn`."""
-        return SINGLE_FILE_NAME if self.spec_names else f"data-{self.txn}.parquet"
-
-
 class ParquetDatasetStore:
     """Write and read Parquet datasets (parts + ``manifest.json`` + ``_SUCCESS``) on a Store.
 
@@ -152,6 +119,9 @@ class ParquetDatasetStore:
             expects of an overwrite; ``N`` keeps the newest ``N`` versions
             readable with ``read_dataset(..., version=...)``; ``None`` keeps every
             version until :meth:`vacuum`.
+        commit_timeout: seconds a commit keeps retrying when other writers
+            commit first (jittered exponential backoff) before it raises
+            :class:`CommitConflict`.
 
     Construction does no I/O.
 
@@ -169,6 +139,7 @@ class ParquetDatasetStore:
         max_rows_per_file: int | None = None,
         max_workers: int | None = None,
         retain_versions: int | None = 1,
+        commit_timeout: float = 60.0,
     ) -> None:
         if not isinstance(store, Store):
             raise TypeError(f"store must be a dagster_parquet_dataset Store, got {type(store).__name__}")
@@ -184,6 +155,10 @@ class ParquetDatasetStore:
         self.max_rows_per_file = max_rows_per_file
         self.max_workers = max_workers
         self.retain_versions = retain_versions
+        if isinstance(commit_timeout, bool) or not isinstance(commit_timeout, (int, float)) or commit_timeout < 0:
+            raise ValueError(f"commit_timeout must be a non-negative number of seconds, got {commit_timeout!r}")
+        self.commit_timeout = float(commit_timeout)
+        self._committer = Committer(store, retain_versions, self.commit_timeout)
 
     def __repr__(self) -> str:
         return (
@@ -204,22 +179,7 @@ class ParquetDatasetStore:
         return validate_key(key, what="dataset key")
 
     def _read_current(self, key: str) -> tuple[DatasetManifest | None, str | None]:
-        """The live manifest (``None`` if corrupt) and its token (``None`` if absent)."""
-        try:
-            raw, token = self.store.read_versioned(f"{key}/{MANIFEST_NAME}")
-        except NotFound:
-            return None, None
-        try:
-            return DatasetManifest.from_json(raw), token
-        except ManifestCorrupted:
-            return None, token
-
-    def _delete_quietly(self, paths: Iterable[str]) -> None:
-        for path in paths:
-            try:
-                self.store.delete(path, missing_ok=True)
-            except Exception as exc:  # cleanup must not hide the real outcome
-                log.warning("could not delete %r: %s", path, exc)
+        return self._committer.read_current(key)
 
     @staticmethod
     def _check_input(table: object, action: str) -> None:
@@ -267,11 +227,11 @@ class ParquetDatasetStore:
         try:
             entries = self._write_parts(table, pending, partition, attempted)
         except BaseException:
-            self._abandon(pending, attempted)
+            self._committer.abandon(pending, attempted)
             raise
         operation = "overwrite" if pending.token is not None else "write"
         base = self._manifest(key, entries, table.schema, pending.run_id, pending.metadata, partition, operation)
-        return self._commit_and_finish(key, lambda _current: base, pending, attempted, exclusive=not overwrite)
+        return self._committer.commit(pending, lambda _current: base, attempted, exclusive=not overwrite)
 
     def begin_write(
         self,
@@ -301,12 +261,14 @@ class ParquetDatasetStore:
             needed.append(Capability.DELETE)
         self._require(*needed, action="write datasets" + (" with overwrite=True" if overwrite else ""))
 
-        current, token = self._read_current(key)
+        current, token = self._committer.read_current(key)
         if token is not None and not overwrite:
+            if current is not None and not self.store.exists(f"{key}/{SUCCESS_NAME}"):
+                self._committer.repair_success(key)  # its writer died after committing: make it whole
             raise AlreadyExists(f"dataset {key!r} already exists; pass overwrite=True to replace it")
 
         txn = uuid.uuid4().hex[:16]
-        spec_names = token is None and self._claim(key, txn)
+        spec_names = token is None and self._committer.claim(key, txn)
         return PendingWrite(key, txn, spec_names, overwrite, run_id, metadata, current, token)
 
     def commit_write(self, pending: PendingWrite, entries: Sequence[FileEntry], schema: pa.Schema) -> DatasetManifest:
@@ -346,9 +308,7 @@ class ParquetDatasetStore:
         operation = "overwrite" if pending.token is not None else "write"
         base = self._manifest(pending.key, entries, schema, pending.run_id, pending.metadata, (), operation)
         attempted = [f"{pending.key}/{e.path}" for e in entries]
-        return self._commit_and_finish(
-            pending.key, lambda _current: base, pending, attempted, exclusive=not pending.overwrite
-        )
+        return self._committer.commit(pending, lambda _current: base, attempted, exclusive=not pending.overwrite)
 
     def _manifest(
         self,
@@ -376,32 +336,6 @@ class ParquetDatasetStore:
             partition_by=tuple(partition_by),
             operation=operation,
         )
-
-    def _abandon(self, pending: PendingWrite, attempted: Iterable[str]) -> None:
-        """Clean up after a write that did not commit: its files, and its ``_claim``
-        if it held one and the dataset still has no manifest (so a failed first
-        write leaves the key absent, not "incomplete")."""
-        self._delete_quietly(attempted)
-        if pending.spec_names:
-            try:
-                if not self.store.exists(f"{pending.key}/{MANIFEST_NAME}"):
-                    self._delete_quietly([f"{pending.key}/{CLAIM_NAME}"])
-            except Exception as exc:  # cleanup must not hide the real outcome
-                log.warning("could not release the claim of %r: %s", pending.key, exc)
-
-    def _claim(self, key: str, txn: str) -> bool:
-        """Win the right to write Spec-named parts for a new dataset.
-
-        Only one writer ever holds a key's claim, so two writers creating the
-        same dataset can never write over each other's ``data.parquet``. The
-        claim stays until the dataset is deleted; a writer that finds it taken
-        uses unique names instead.
-        """
-        try:
-            self.store.write_if(f"{key}/{CLAIM_NAME}", txn.encode(), expected=None)
-            return True
-        except CommitConflict:
-            return False
 
     def _write_parts(
         self,
@@ -449,98 +383,6 @@ class ParquetDatasetStore:
                     index += 1
                     yield PartJob(f"{pending.key}/{name}", name, chunk, encoded)
 
-    # ------------------------------------------------------------------- commit
-
-    def _commit_and_finish(
-        self,
-        key: str,
-        build: Callable[[DatasetManifest | None], DatasetManifest],
-        pending: PendingWrite,
-        attempted: list[str],
-        *,
-        exclusive: bool,
-    ) -> DatasetManifest:
-        """Commit, write ``_SUCCESS``, delete obsolete files; on failure delete ``attempted``."""
-        try:
-            committed = self._commit(key, build, pending.current, pending.token, exclusive=exclusive)
-        except BaseException:
-            self._abandon(pending, attempted)
-            raise
-        self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        self._delete_quietly(f"{key}/{p}" for p in committed.obsolete)
-        return committed
-
-    def _commit(
-        self,
-        key: str,
-        build: Callable[[DatasetManifest | None], DatasetManifest],
-        current: DatasetManifest | None,
-        token: str | None,
-        *,
-        exclusive: bool,
-    ) -> DatasetManifest:
-        """Compare-and-swap ``manifest.json`` on top of the latest version.
-
-        ``build(current)`` returns the new manifest's content given the version
-        it will replace; it is called again after every lost race (it may raise
-        to give up). Returns the committed manifest.
-
-        Raises:
-            AlreadyExists: ``exclusive`` and the dataset appeared meanwhile.
-            CommitConflict: other writers kept winning the race.
-        """
-        path = f"{key}/{MANIFEST_NAME}"
-        for _ in range(_COMMIT_ATTEMPTS):
-            new = build(current)
-            version = (current.version + 1) if current is not None else (2 if token is not None else 1)
-            candidate = replace(new, version=version, obsolete=self._obsolete(key, new, current))
-            if current is not None and self.retain_versions != 1:
-                # Keep the replaced version readable: its manifest moves into _versions/.
-                self.store.write_bytes(f"{key}/{_version_path(current.version)}", current.to_json().encode("utf-8"))
-            try:
-                self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
-                return candidate
-            except CommitConflict:
-                if exclusive:
-                    raise AlreadyExists(f"dataset {key!r} was created by another writer meanwhile") from None
-                current, token = self._read_current(key)
-        raise CommitConflict(
-            f"dataset {key!r}: gave up committing after {_COMMIT_ATTEMPTS} attempts; "
-            "other writers keep committing to it"
-        )
-
-    def _obsolete(self, key: str, new: DatasetManifest, current: DatasetManifest | None) -> tuple[str, ...]:
-        """Files no retained version needs once ``new`` replaces ``current``."""
-        if current is None:
-            return ()
-        keep = set(new.parts)
-        if self.retain_versions is None:
-            return tuple(p for p in current.obsolete if p not in keep)
-        if self.retain_versions == 1:
-            return tuple(p for p in dict.fromkeys([*current.obsolete, *current.parts]) if p not in keep)
-        # Versions current.version - retain + 2 .. current.version stay; one drops out.
-        dropped_version = current.version + 1 - self.retain_versions
-        retained = [current]
-        for v in range(max(dropped_version + 1, 1), current.version):
-            old = self._read_version_copy(key, v)
-            if old is not None:
-                retained.append(old)
-        for m in retained:
-            keep.update(m.parts)
-        doomed = list(current.obsolete)
-        if dropped_version >= 1:
-            dropped = self._read_version_copy(key, dropped_version)
-            if dropped is not None:
-                doomed += dropped.parts
-            doomed.append(_version_path(dropped_version))
-        return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
-
-    def _read_version_copy(self, key: str, version: int) -> DatasetManifest | None:
-        try:
-            return DatasetManifest.from_json(self.store.read_bytes(f"{key}/{_version_path(version)}"))
-        except (NotFound, ManifestCorrupted):
-            return None
-
     # ------------------------------------------------------------------- append
 
     def append_dataset(
@@ -576,7 +418,7 @@ class ParquetDatasetStore:
         if run_id is not None and not isinstance(run_id, str):
             raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
         self._require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, action="append to datasets")
-        current, token = self._read_current(key)
+        current, token = self._committer.read_current(key)
         if current is None and token is not None:
             self.read_manifest(key)  # raises ManifestCorrupted with the reason
         if current is None:
@@ -595,7 +437,7 @@ class ParquetDatasetStore:
         try:
             entries = self._write_parts(table, pending, partition, attempted)
         except BaseException:
-            self._delete_quietly(attempted)
+            self._committer.delete_quietly(attempted)
             raise
         incoming = table.schema
 
@@ -612,7 +454,7 @@ class ParquetDatasetStore:
             ]
             return self._manifest(key, [*old, *ours], schema, run_id, metadata, partition, "append")
 
-        return self._commit_and_finish(key, build, pending, attempted, exclusive=False)
+        return self._committer.commit(pending, build, attempted, exclusive=False)
 
     @staticmethod
     def _append_schema(key: str, current: DatasetManifest, incoming: pa.Schema, allow_new_columns: bool) -> pa.Schema:
@@ -659,8 +501,10 @@ class ParquetDatasetStore:
         keys = check_merge_args(source, key_columns, strategy)
         metadata = _check_metadata(metadata)
         self._require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
-        for _ in range(_COMMIT_ATTEMPTS):
-            current, token = self._read_current(key)
+        deadline = time.monotonic() + self.commit_timeout
+        delay = 0.005
+        while True:
+            current, token = self._committer.read_current(key)
             if current is None and token is not None:
                 self.read_manifest(key)  # raises ManifestCorrupted with the reason
             if current is None:
@@ -676,8 +520,14 @@ class ParquetDatasetStore:
             try:
                 return self._merge_into(key, current, token, source, keys, strategy, partition_by, run_id, metadata)
             except (_Replan, PartsVanished):
-                continue  # a concurrent commit replaced files this merge planned on
-        raise CommitConflict(f"dataset {key!r}: gave up merging after {_COMMIT_ATTEMPTS} attempts")
+                pass  # a concurrent commit replaced files this merge planned on: plan again
+            if time.monotonic() >= deadline:
+                raise CommitConflict(
+                    f"dataset {key!r}: gave up merging after {self.commit_timeout:g} s; concurrent commits "
+                    "kept changing the files it planned on (raise commit_timeout to wait longer)"
+                )
+            time.sleep(random.uniform(0, delay))
+            delay = min(delay * 2, 1.0)
 
     def _merge_into(
         self,
@@ -770,7 +620,7 @@ class ParquetDatasetStore:
             if inserts is not None:
                 new_entries += self._write_parts(inserts, pending, partition, attempted)
         except BaseException:
-            self._delete_quietly(attempted)
+            self._committer.delete_quietly(attempted)
             raise
 
         rewritten = {e.path for e in rewrite}
@@ -785,9 +635,9 @@ class ParquetDatasetStore:
             return self._manifest(key, files, schema, run_id, metadata, partition, "merge")
 
         try:
-            committed = self._commit_and_finish(key, build, pending, attempted, exclusive=False)
+            committed = self._committer.commit(pending, build, attempted, exclusive=False)
         except _Replan:
-            self._delete_quietly(attempted)
+            self._committer.delete_quietly(attempted)
             raise
         new_paths = tuple(e.path for e in new_entries)
         preserved = tuple(p for p in committed.parts if p not in set(new_paths))
@@ -863,7 +713,7 @@ class ParquetDatasetStore:
         if version > live.version:
             raise NotFound(f"dataset {key!r} has no version {version}; the latest is {live.version}")
         try:
-            return self._parse(key, _version_path(version))
+            return self._parse(key, version_path(version))
         except NotFound:
             raise NotFound(
                 f"version {version} of dataset {key!r} is not retained "
@@ -881,26 +731,36 @@ class ParquetDatasetStore:
             raise ManifestCorrupted(f"dataset {key!r}: {exc}", reason=exc.reason) from None
 
     def history(self, key: str) -> list[DatasetManifest]:
-        """Manifests of the retained versions, newest first.
+        """Manifests of the retained versions a reader can open, newest first.
+
+        The live manifest always comes first. A ``_versions/`` copy is listed
+        only if it parses, is older than the live version, and every part it
+        lists still exists (a leftover of an interrupted write or a version
+        half-dropped by a crash is not a version).
 
         Raises:
             NotFound: the dataset has no manifest.
+            ManifestCorrupted: the live manifest cannot be parsed.
         """
         key = self._key(key)
         live = self.read_manifest(key)
         versions = {live.version: live}
         if self.store.supports(Capability.LIST):
-            for info in self.store.list_files(f"{key}/{VERSIONS_DIR}"):
-                try:
-                    old = DatasetManifest.from_json(self.store.read_bytes(info.path))
-                except (NotFound, ManifestCorrupted):
+            present = {f.path[len(key) + 1 :] for f in self.store.list_files(key)}
+            for rel in sorted(present):
+                number = version_of(rel)
+                if number is None or number >= live.version:
                     continue
-                versions.setdefault(old.version, old)
+                old = self._committer.read_version_copy(key, number)
+                if old is not None and old.version == number and all(p in present for p in old.parts):
+                    versions[number] = old
         return [versions[v] for v in sorted(versions, reverse=True)]
 
     def _committed_manifest(self, key: str, version: int | None = None) -> DatasetManifest:
         if not self.store.exists(f"{key}/{SUCCESS_NAME}"):
             if self.store.exists(f"{key}/{MANIFEST_NAME}"):
+                if self._committer.repair_success(key) is not None:
+                    return self.read_manifest(key, version=version)
                 raise DatasetIncomplete(
                     f"dataset {key!r} has a manifest but no {SUCCESS_NAME}: its first write did not finish"
                 )
@@ -969,7 +829,7 @@ class ParquetDatasetStore:
                     raise DatasetIncomplete(
                         f"version {version} of dataset {key!r} can no longer be read (its files were removed): {exc}"
                     ) from None
-                latest, _token = self._read_current(key)
+                latest, _token = self._committer.read_current(key)
                 if latest is None or (latest.version, latest.parts) == (manifest.version, manifest.parts):
                     raise DatasetIncomplete(
                         f"dataset {key!r}: parts listed in the manifest are missing or unreadable: {exc}"
@@ -978,8 +838,16 @@ class ParquetDatasetStore:
         raise DatasetIncomplete(f"dataset {key!r} kept changing while it was read; try again")
 
     def dataset_exists(self, key: str) -> bool:
-        """Whether ``{key}/_SUCCESS`` exists (PDS-007)."""
-        return self.store.exists(f"{self._key(key)}/{SUCCESS_NAME}")
+        """Whether ``{key}/_SUCCESS`` exists (PDS-007).
+
+        A dataset whose last writer committed its manifest but died before
+        writing ``_SUCCESS`` is complete: its ``_SUCCESS`` is written here and
+        the answer is ``True``.
+        """
+        key = self._key(key)
+        if self.store.exists(f"{key}/{SUCCESS_NAME}"):
+            return True
+        return self.store.exists(f"{key}/{MANIFEST_NAME}") and self._committer.repair_success(key) is not None
 
     # ------------------------------------------------------------------- vacuum
 
@@ -1015,7 +883,7 @@ class ParquetDatasetStore:
         now = time.time()
         max_age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
         grace = grace_period.total_seconds() if isinstance(grace_period, timedelta) else float(grace_period)
-        versions = self.history(key)  # newest first
+        versions = self.history(key)  # the live manifest first, then older complete copies
         live = versions[0]
         retained = versions if keep_count is None else versions[:keep_count]
         if max_age is not None:
@@ -1025,8 +893,8 @@ class ParquetDatasetStore:
         for m in retained:
             referenced.update(m.parts)
             if m is not live:
-                referenced.add(_version_path(m.version))
-        once_referenced = {p for m in dropped for p in m.parts} | {_version_path(m.version) for m in dropped}
+                referenced.add(version_path(m.version))
+        once_referenced = {p for m in dropped for p in m.parts} | {version_path(m.version) for m in dropped}
         once_referenced |= set(live.obsolete)
         doomed: list[str] = []
         for info in self._own_files(key):
@@ -1103,10 +971,6 @@ def _encoded_partitions(table: pa.Table, partition: Sequence[str]) -> set[tuple[
         tuple(encode_partition_values(partition, [row[c] for c in partition], table.schema).values())
         for row in distinct.to_pylist()
     }
-
-
-def _version_path(version: int) -> str:
-    return f"{VERSIONS_DIR}/{version:020d}.json"
 
 
 def _merge_name(index: int, txn: str) -> str:

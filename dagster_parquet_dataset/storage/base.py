@@ -176,7 +176,12 @@ class Store(abc.ABC):
         is atomic. Returns the new token.
 
         Raises:
-            CommitConflict: the object changed (or appeared) meanwhile.
+            CommitConflict: the object changed (or appeared) meanwhile. A remote
+                backend whose client retried a request that was applied but whose
+                response was lost also gets this; callers recognise their own
+                write by its content.
+            OSError: the store did not answer (timeout, reset connection): the
+                write may or may not have been applied.
         """
 
     def uri(self, path: str = "") -> str:

@@ -31,6 +31,15 @@ _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "4
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
 
 
+def _is_transport_error(exc: Exception) -> bool:
+    """A botocore error about the connection (timeout, reset, closed), not an S3 answer."""
+    try:
+        from botocore.exceptions import HTTPClientError
+    except ImportError:  # pragma: no cover - depends on install
+        return False
+    return isinstance(exc, (HTTPClientError, OSError))
+
+
 def _error_code(exc: Exception) -> str:
     response = getattr(exc, "response", None) or {}
     return str(response.get("Error", {}).get("Code", ""))
@@ -254,11 +263,15 @@ class S3Store(Store):
         try:
             response = self._client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data, **condition)
         except Exception as exc:
-            if _error_code(exc) in _CONFLICT_CODES:
+            code = _error_code(exc)
+            if code in _CONFLICT_CODES or (expected is not None and code in _MISSING_CODES):
                 raise CommitConflict(
                     f"{path!r} changed since it was read "
-                    f"({'it now exists' if expected is None else 'its ETag differs'})"
+                    f"({'it now exists' if expected is None else 'its ETag differs or it was deleted'})"
                 ) from None
+            if not code and _is_transport_error(exc):
+                # No answer from S3 (after botocore's own retries): the PUT may have been applied.
+                raise ConnectionError(f"no answer from S3 for the conditional write of {path!r}: {exc}") from exc
             raise
         return str(response["ETag"])
 

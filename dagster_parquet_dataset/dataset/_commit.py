@@ -271,8 +271,10 @@ class Committer:
             version = current.version + 1
             previous = current.txns or ((current.txn,) if current.txn else ())
         else:
-            # No readable live manifest: never reuse a number a retained copy carries.
-            version = max(self.highest_copied_version(key), 1 if token is not None else 0) + 1
+            # No readable live manifest. If there was one (it is corrupt, or was deleted by hand
+            # while copies of older versions remain), it was newer than every copy: skip its number too.
+            copied = self.highest_copied_version(key)
+            version = copied + 2 if token is not None or copied else 1
             previous = ()
         return replace(
             new,

@@ -296,7 +296,8 @@ def test_missing_and_incomplete_upstream_are_told_apart(
     assert DatasetNotFound.__name__ in message
 
     assert _materialize([numbers], io_manager, instance).success
-    datasets.store.delete("warehouse/numbers/_SUCCESS")
+    # A part the manifest lists is gone (a missing _SUCCESS alone is repaired, issue 9 item 6).
+    datasets.store.delete(f"warehouse/numbers/{datasets.read_manifest('warehouse/numbers').parts[0]}")
     incomplete = _materialize([numbers, downstream], io_manager, instance, selection=[downstream], raise_on_error=False)
     message = _error_of(incomplete)
     assert "'warehouse/numbers'" in message and "incomplete" in message

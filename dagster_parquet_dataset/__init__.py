@@ -17,6 +17,8 @@ from .errors import (
     ManifestCorrupted,
     NotFound,
     RemoteStoreError,
+    StoreAccessError,
+    VersionNotRetained,
 )
 from .storage import Capability, FileInfo, LocalStore, MemoryStore, S3Store, Store
 
@@ -56,4 +58,6 @@ __all__ = [
     "S3Store",
     "S3StoreResource",
     "Store",
+    "StoreAccessError",
+    "VersionNotRetained",
 ]

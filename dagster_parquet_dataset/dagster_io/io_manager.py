@@ -32,7 +32,7 @@ from dagster._core.errors import DagsterInvariantViolationError
 from pydantic import PrivateAttr
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
-from ..errors import DatasetIncomplete, DatasetNotFound, NotFound, RemoteStoreError
+from ..errors import DatasetIncomplete, DatasetNotFound, NotFound, RemoteStoreError, VersionNotRetained
 from . import keys as keys_mod
 from .handlers import (
     ASSET_KEY_KEY,
@@ -449,8 +449,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         if version is not None:
             try:
                 return datasets.read_manifest(key, version=version)
-            except NotFound:
-                pass  # a later commit replaced it already and it is not retained: report the live one
+            except VersionNotRetained:
+                pass  # a later commit replaced it already: report the live one
         return datasets.read_manifest(key)
 
     @staticmethod
@@ -594,7 +594,9 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 with ``allow_missing_partitions`` only when every partition is absent.
             DatasetIncomplete: an upstream dataset is incomplete or damaged, or the
                 requested ``version``'s files were removed.
-            NotFound: the requested ``version`` is not retained (the message lists those that are).
+            VersionNotRetained: the requested ``version`` is no longer kept (the message lists
+                those that are and names ``retain_versions``).
+            NotFound: the requested ``version`` is newer than the latest.
             UnsupportedTypeError: the annotation is not a supported type.
             ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
             ValueError / TypeError: bad ``columns`` / ``filters`` / ``version`` /
@@ -645,10 +647,14 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 raise DatasetIncomplete(
                     f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is incomplete: {exc}"
                 ) from exc
-            except NotFound as exc:  # only a version that is not retained gets here
-                raise NotFound(
+            except VersionNotRetained as exc:
+                raise VersionNotRetained(
                     f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}. "
                     "Set retain_versions on RemoteStoreIOManager to keep more versions readable."
+                ) from exc
+            except NotFound as exc:  # a version newer than the latest
+                raise NotFound(
+                    f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}"
                 ) from exc
 
         if len(targets) == 1:

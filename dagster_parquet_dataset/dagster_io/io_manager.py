@@ -29,7 +29,7 @@ from dagster import (
     TableSchema,
 )
 from dagster._core.errors import DagsterInvariantViolationError
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ..errors import DatasetIncomplete, DatasetNotFound, NotFound, RemoteStoreError, VersionNotRetained
@@ -181,12 +181,30 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             ``ParquetDatasetStore.vacuum``.
     """
 
-    store: StoreResource
-    prefix: str = ""
-    compression: str = "zstd"
-    row_group_size: int | None = None
-    max_rows_per_file: int | None = None
-    retain_versions: int | None = 1
+    store: StoreResource = Field(
+        description="Where the datasets live: LocalStoreResource, S3StoreResource or InMemoryStoreResource."
+    )
+    prefix: str = Field(
+        default="",
+        description=(
+            "Folder in the store in front of every dataset key (e.g. 'warehouse/prod'); also what keeps two "
+            "IO managers (or two assets whose keys would map to the same dataset) apart."
+        ),
+    )
+    compression: str = Field(default="zstd", description="Parquet codec: zstd, snappy, gzip, brotli, lz4 or none.")
+    row_group_size: int | None = Field(
+        default=None, description="Rows per Parquet row group; unset uses pyarrow's default."
+    )
+    max_rows_per_file: int | None = Field(
+        default=None, description="Split each output into parts of at most this many rows; unset means no limit."
+    )
+    retain_versions: int | None = Field(
+        default=1,
+        description=(
+            "How many versions of each dataset stay readable (for the 'version' input metadata): 1 keeps only "
+            "the newest; unset (None) keeps every version until ParquetDatasetStore.vacuum."
+        ),
+    )
 
     _datasets: ParquetDatasetStore | None = PrivateAttr(default=None)
     _prefix: str | None = PrivateAttr(default=None)

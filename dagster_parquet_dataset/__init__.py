@@ -18,6 +18,8 @@ from .errors import (
     ManifestCorrupted,
     NotFound,
     RemoteStoreError,
+    StoreAccessError,
+    VersionNotRetained,
 )
 from .storage import Capability, FileInfo, LocalStore, MemoryStore, S3Store, Store
 
@@ -58,4 +60,6 @@ __all__ = [
     "S3Store",
     "S3StoreResource",
     "Store",
+    "StoreAccessError",
+    "VersionNotRetained",
 ]

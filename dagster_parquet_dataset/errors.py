@@ -16,6 +16,22 @@ class NotFound(RemoteStoreError):
     """The path, object or dataset does not exist."""
 
 
+class VersionNotRetained(NotFound):
+    """The dataset exists, but the requested past version's manifest is no longer kept.
+
+    Distinct from "the dataset is missing" (:class:`DatasetNotFound`): raise
+    ``retain_versions`` to keep more versions readable.
+    """
+
+
+class StoreAccessError(RemoteStoreError):
+    """The store cannot be used at all: no credentials, access denied, a missing bucket,
+    an unreachable endpoint or a wrong region.
+
+    The message names the bucket, prefix and endpoint and says what to check.
+    """
+
+
 class AlreadyExists(RemoteStoreError):
     """The target already exists and the call was not allowed to replace it."""
 

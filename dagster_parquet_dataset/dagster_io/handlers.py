@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import pyarrow as pa
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
+from ..errors import ManifestCorrupted, NotFound
 
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
@@ -120,7 +121,8 @@ class TypeHandler(abc.ABC):
         Raises:
             DatasetNotFound: nothing is stored under ``key``.
             DatasetIncomplete: the dataset is incomplete or damaged.
-            NotFound: ``version`` is not retained.
+            VersionNotRetained: ``version`` is older than the latest and no longer kept.
+            NotFound: ``version`` is newer than the latest.
             ValueError / TypeError: a requested column does not exist, or malformed filters.
         """
 
@@ -290,7 +292,11 @@ class PandasDataFrameHandler(ArrowConvertingHandler):
     def _with_index_columns(
         datasets: ParquetDatasetStore, key: str, columns: list[str], version: int | None = None
     ) -> list[str]:
-        schema = datasets.read_manifest(key, version=version).schema
+        try:
+            schema = datasets.read_manifest(key, version=version).schema
+        except (NotFound, ManifestCorrupted):
+            # The read itself reports it precisely: absent, incomplete, or version not retained.
+            return columns
         raw = (schema.metadata or {}).get(b"pandas") if schema is not None else None
         if raw is None:
             return columns

@@ -29,10 +29,11 @@ from dagster import (
     TableSchema,
 )
 from dagster._core.errors import DagsterInvariantViolationError
-from pydantic import PrivateAttr
+from pydantic import Field, PrivateAttr
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
-from ..errors import DatasetIncomplete, DatasetNotFound, NotFound, RemoteStoreError
+from ..errors import DatasetIncomplete, DatasetNotFound, NotFound, RemoteStoreError, VersionNotRetained
+from . import _context as _ctx
 from . import keys as keys_mod
 from .handlers import (
     ASSET_KEY_KEY,
@@ -181,12 +182,30 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             ``ParquetDatasetStore.vacuum``.
     """
 
-    store: StoreResource
-    prefix: str = ""
-    compression: str = "zstd"
-    row_group_size: int | None = None
-    max_rows_per_file: int | None = None
-    retain_versions: int | None = 1
+    store: StoreResource = Field(
+        description="Where the datasets live: LocalStoreResource, S3StoreResource or InMemoryStoreResource."
+    )
+    prefix: str = Field(
+        default="",
+        description=(
+            "Folder in the store in front of every dataset key (e.g. 'warehouse/prod'); also what keeps two "
+            "IO managers (or two assets whose keys would map to the same dataset) apart."
+        ),
+    )
+    compression: str = Field(default="zstd", description="Parquet codec: zstd, snappy, gzip, brotli, lz4 or none.")
+    row_group_size: int | None = Field(
+        default=None, description="Rows per Parquet row group; unset uses pyarrow's default."
+    )
+    max_rows_per_file: int | None = Field(
+        default=None, description="Split each output into parts of at most this many rows; unset means no limit."
+    )
+    retain_versions: int | None = Field(
+        default=1,
+        description=(
+            "How many versions of each dataset stay readable (for the 'version' input metadata): 1 keeps only "
+            "the newest; unset (None) keeps every version until ParquetDatasetStore.vacuum."
+        ),
+    )
 
     _datasets: ParquetDatasetStore | None = PrivateAttr(default=None)
     _prefix: str | None = PrivateAttr(default=None)
@@ -255,7 +274,13 @@ class RemoteStoreIOManager(ConfigurableIOManager):
 
     @staticmethod
     def _partition_values(partitions_def: Any, partition_key: str) -> tuple[list[str], dict[str, str] | None]:
-        if isinstance(partitions_def, MultiPartitionsDefinition):
+        """Folder values and, for a multi-dimension key, its value per dimension.
+
+        ``partitions_def`` is ``None`` for a hand-built context that has a partition
+        key but no definition: the key is then a single dimension unless it is a
+        ``MultiPartitionKey`` object.
+        """
+        if isinstance(partitions_def, MultiPartitionsDefinition) or isinstance(partition_key, MultiPartitionKey):
             mpk = (
                 partition_key
                 if isinstance(partition_key, MultiPartitionKey)
@@ -275,6 +300,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         Raises:
             ValueError: the output spans several partitions (a single-run backfill of a
                 range); each partition is its own dataset, so launch one run per partition.
+                Or (a hand-built context) an op output without a step key or name.
         """
         self._dataset_store()
         prefix = self._prefix or ""
@@ -289,9 +315,21 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                         "cannot split one output between them. Launch the backfill with one run per "
                         "partition (not a single run over the range)."
                     )
-                return self._asset_key_for_partition(path, context.asset_partitions_def, partition_keys[0])
+                return self._asset_key_for_partition(path, _ctx.partitions_def_of(context), partition_keys[0])
             return keys_mod.asset_dataset_key(prefix, path)
-        return keys_mod.op_output_dataset_key(prefix, list(context.get_identifier()))
+        return keys_mod.op_output_dataset_key(prefix, self._op_identifier(context))
+
+    @staticmethod
+    def _op_identifier(context: OutputContext) -> list[str]:
+        """``OutputContext.get_identifier()``, or a ``ValueError`` saying what a hand-built context lacks."""
+        try:
+            return list(context.get_identifier())
+        except DagsterInvariantViolationError as exc:
+            raise ValueError(
+                f"RemoteStoreIOManager cannot locate the dataset of {_ctx.label(context)}: it has no asset key, "
+                f"and its op output identifier is incomplete ({exc}). When building the context by hand, pass "
+                "asset_key=..., or step_key=... and name=..."
+            ) from None
 
     def input_dataset_keys(self, context: InputContext) -> list[tuple[str | None, str]]:
         """``(partition_key, dataset_key)`` for each dataset an input reads, in order.
@@ -301,25 +339,25 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         mappings), never the run's own partition key.
 
         Raises:
-            ValueError: an op input has no upstream output to locate.
+            ValueError: an op input has no upstream output to locate, or (a hand-built
+                context) an upstream output without a step key or name.
         """
         self._dataset_store()
         prefix = self._prefix or ""
         if context.has_asset_key:
             path = list(context.asset_key.path)
             if context.has_asset_partitions:
-                partitions_def = context.asset_partitions_def
-                return [
-                    (pk, self._asset_key_for_partition(path, partitions_def, pk)) for pk in context.asset_partition_keys
-                ]
+                partitions_def = _ctx.partitions_def_of(context)
+                partition_keys = _ctx.ordered_partition_keys(context, list(context.asset_partition_keys))
+                return [(pk, self._asset_key_for_partition(path, partitions_def, pk)) for pk in partition_keys]
             return [(None, keys_mod.asset_dataset_key(prefix, path))]
         upstream = context.upstream_output
         if upstream is None:
             raise ValueError(
-                f"input {context.name!r} has neither an asset key nor an upstream output, "
+                f"{_ctx.label(context)} has neither an asset key nor an upstream output, "
                 "so RemoteStoreIOManager cannot tell which dataset to load"
             )
-        return [(None, keys_mod.op_output_dataset_key(prefix, list(upstream.get_identifier())))]
+        return [(None, keys_mod.op_output_dataset_key(prefix, self._op_identifier(upstream)))]
 
     # ----------------------------------------------------------------- output
 
@@ -360,7 +398,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         handler = self.registry.for_type(type(obj))
         if handler is None:
             raise UnsupportedTypeError(
-                f"RemoteStoreIOManager cannot store output {context.name!r}"
+                f"RemoteStoreIOManager cannot store {_ctx.label(context)}"
                 + (f" of asset {context.asset_key.to_user_string()}" if context.has_asset_key else "")
                 + f": it is a {_type_label(type(obj))}. Supported types: {self.registry.describe_supported()}."
             )
@@ -449,15 +487,16 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         if version is not None:
             try:
                 return datasets.read_manifest(key, version=version)
-            except NotFound:
-                pass  # a later commit replaced it already and it is not retained: report the live one
+            except VersionNotRetained:
+                pass  # a later commit replaced it already: report the live one
         return datasets.read_manifest(key)
 
     @staticmethod
     def _describe_output(context: OutputContext) -> str:
         if context.has_asset_key:
             return f"asset {context.asset_key.to_user_string()}"
-        return f"output {context.name!r} of step {context.step_key!r}"
+        step_key = _ctx.step_key_of(context)
+        return _ctx.label(context) + (f" of step {step_key!r}" if step_key is not None else "")
 
     @staticmethod
     def _run_id(context: OutputContext) -> str | None:
@@ -473,12 +512,15 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             if context.has_asset_partitions:
                 partition_key = context.asset_partition_keys[0]
                 metadata[PARTITION_KEY_KEY] = str(partition_key)
-                _values, by_dim = self._partition_values(context.asset_partitions_def, partition_key)
+                _values, by_dim = self._partition_values(_ctx.partitions_def_of(context), partition_key)
                 for dim, value in (by_dim or {}).items():
                     metadata[PARTITION_DIMENSION_PREFIX + dim] = value
         else:
-            metadata[STEP_KEY_KEY] = context.step_key
-            metadata[OUTPUT_NAME_KEY] = context.name
+            step_key, name = _ctx.step_key_of(context), _ctx.name_of(context)
+            if step_key is not None:
+                metadata[STEP_KEY_KEY] = step_key
+            if name is not None:
+                metadata[OUTPUT_NAME_KEY] = name
         return metadata
 
     def _output_metadata(
@@ -541,7 +583,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         handler = self.registry.for_type(tp) if isinstance(tp, type) else None
         if handler is None:
             raise UnsupportedTypeError(
-                f"RemoteStoreIOManager cannot load input {context.name!r} as {_type_label(tp)}. "
+                f"RemoteStoreIOManager cannot load {_ctx.label(context)} as {_type_label(tp)}. "
                 f"Annotate it with one of: {self.registry.describe_supported()} "
                 "(or dict[str, <one of them>] to get one value per partition, or leave it unannotated "
                 "to get the type that was written)."
@@ -563,7 +605,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         if handler is None:
             reason = self.registry.unavailable_reason(type_name)
             raise UnsupportedTypeError(
-                f"input {context.name!r}: the dataset was written as {type_name}, which this process cannot "
+                f"{_ctx.label(context)}: the dataset was written as {type_name}, which this process cannot "
                 f"load{f' ({reason})' if reason else ''}. Annotate the input with one of: "
                 f"{self.registry.describe_supported()}."
             )
@@ -574,7 +616,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             what = f"asset {context.asset_key.to_user_string()}"
             return what + (f" partition {partition_key!r}" if partition_key is not None else "")
         upstream = context.upstream_output
-        return f"output {upstream.name!r} of step {upstream.step_key!r}" if upstream is not None else "upstream"
+        return self._describe_output(upstream) if upstream is not None else "upstream"
 
     def load_input(self, context: InputContext) -> Any:
         """Load the input from the dataset(s) of its upstream output.
@@ -594,7 +636,9 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 with ``allow_missing_partitions`` only when every partition is absent.
             DatasetIncomplete: an upstream dataset is incomplete or damaged, or the
                 requested ``version``'s files were removed.
-            NotFound: the requested ``version`` is not retained (the message lists those that are).
+            VersionNotRetained: the requested ``version`` is no longer kept (the message lists
+                those that are and names ``retain_versions``).
+            NotFound: the requested ``version`` is newer than the latest.
             UnsupportedTypeError: the annotation is not a supported type.
             ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
             ValueError / TypeError: bad ``columns`` / ``filters`` / ``version`` /
@@ -605,21 +649,21 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         self._check_executor(context)
         datasets = self._dataset_store()
         as_dict, element_type = self._requested_type(context)
-        options = ReadOptions.from_metadata(context.definition_metadata, f"input {context.name!r}")
+        options = ReadOptions.from_metadata(context.definition_metadata, _ctx.label(context))
         columns, allow_missing = options.columns, options.allow_missing_partitions
         read_kwargs = options.read_kwargs()
         targets = self.input_dataset_keys(context)
         partitioned = context.has_asset_key and context.has_asset_partitions
         if as_dict and not partitioned:
             raise TypeError(
-                f"input {context.name!r} is annotated as a dict (one value per partition), but "
+                f"{_ctx.label(context)} is annotated as a dict (one value per partition), but "
                 f"{self._describe(context, None)} is not partitioned; annotate it with the value type instead"
             )
         if not targets:
             return {} if as_dict else None
         if options.version is not None and len(targets) > 1:
             raise ValueError(
-                f"input {context.name!r}: metadata 'version' ({options.version}) names one version of one "
+                f"{_ctx.label(context)}: metadata 'version' ({options.version}) names one version of one "
                 f"dataset, but this input reads {len(targets)} partitions, each its own dataset with its own "
                 "version numbers; load a single partition, or drop 'version'"
             )
@@ -645,10 +689,14 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 raise DatasetIncomplete(
                     f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is incomplete: {exc}"
                 ) from exc
-            except NotFound as exc:  # only a version that is not retained gets here
-                raise NotFound(
+            except VersionNotRetained as exc:
+                raise VersionNotRetained(
                     f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}. "
                     "Set retain_versions on RemoteStoreIOManager to keep more versions readable."
+                ) from exc
+            except NotFound as exc:  # a version newer than the latest
+                raise NotFound(
+                    f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}"
                 ) from exc
 
         if len(targets) == 1:

@@ -13,9 +13,10 @@ from __future__ import annotations
 import threading
 from typing import ClassVar
 
-from dagster import ConfigurableResource
-from pydantic import PrivateAttr
+from dagster import ConfigurableResource, InitResourceContext
+from pydantic import Field, PrivateAttr
 
+from ..errors import StoreAccessError
 from ..storage.base import Store
 from ..storage.local import LocalStore
 from ..storage.memory import MemoryStore
@@ -45,25 +46,43 @@ class LocalStoreResource(StoreResource):
     """Datasets as files under ``root`` on a local (or mounted) disk.
 
     Attributes:
-        root: folder holding the datasets; created on first write. Relative
-            paths are resolved against the working directory of the process
-            that first uses the store.
+        root: folder holding the datasets; created on first write. A leading
+            ``~`` is the home folder; relative paths are resolved against the
+            working directory of the process that first uses the store. A URL
+            (``s3://...``) is refused with a pointer to :class:`S3StoreResource`.
     """
 
-    root: str
+    root: str = Field(
+        description=(
+            "Folder holding the datasets, created on first write. '~' is the home folder; a relative path "
+            "is resolved against the working directory of the process that runs the step. A local or "
+            "mounted path, not a URL: for S3 use S3StoreResource."
+        )
+    )
 
     _store: LocalStore | None = PrivateAttr(default=None)
+
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Check ``root`` when the run starts (no I/O).
+
+        Raises:
+            ValueError: as :meth:`get_store`.
+        """
+        self.get_store()
 
     def get_store(self) -> Store:
         """A :class:`LocalStore` on ``root``.
 
         Raises:
-            ValueError: ``root`` is empty.
+            ValueError: ``root`` is empty or a URL (the message says to use ``S3StoreResource`` for S3).
         """
         if self._store is None:
             if not self.root:
                 raise ValueError("LocalStoreResource.root must be a folder path, got an empty string")
-            self._store = LocalStore(self.root)
+            try:
+                self._store = LocalStore(self.root)
+            except ValueError as exc:
+                raise ValueError(f"LocalStoreResource.root: {exc}") from None
         return self._store
 
 
@@ -73,6 +92,14 @@ class S3StoreResource(StoreResource):
     Credential fields accept ``dagster.EnvVar("...")``; leave them unset to use
     the standard AWS credential chain (environment, profile, instance role).
 
+    When a run starts, the resource checks access with one request (HeadBucket)
+    and that the server enforces conditional writes (a probe object under the
+    prefix, deleted again; once per endpoint and bucket per process), so a
+    missing bucket, missing credentials, an unreachable endpoint or a server
+    that would make commits unsafe fail the run before any asset computes.
+    If the credentials may read but not write, the conditional-write check is
+    left to the first commit.
+
     Attributes:
         bucket: bucket name.
         prefix: key prefix acting as the store root (``""`` for the bucket root).
@@ -80,17 +107,47 @@ class S3StoreResource(StoreResource):
         region: the bucket's region (default: ``AWS_REGION`` / ``AWS_DEFAULT_REGION`` / ``us-east-1``).
     """
 
-    bucket: str
-    prefix: str = ""
-    endpoint_url: str | None = None
-    region: str | None = None
-    aws_access_key_id: str | None = None
-    aws_secret_access_key: str | None = None
-    aws_session_token: str | None = None
+    bucket: str = Field(description="Bucket name (a bare name, not an s3:// URL).")
+    prefix: str = Field(default="", description="Key prefix under which the datasets live ('' for the bucket root).")
+    endpoint_url: str | None = Field(
+        default=None,
+        description="Endpoint of an S3-compatible server, e.g. 'http://127.0.0.1:9000'; unset for AWS S3.",
+    )
+    region: str | None = Field(
+        default=None,
+        description="The bucket's region; unset uses AWS_REGION / AWS_DEFAULT_REGION, else 'us-east-1'.",
+    )
+    aws_access_key_id: str | None = Field(
+        default=None,
+        description="Access key id (use EnvVar); unset uses the standard AWS credential chain.",
+    )
+    aws_secret_access_key: str | None = Field(
+        default=None,
+        description="Secret access key (use EnvVar); unset uses the standard AWS credential chain.",
+    )
+    aws_session_token: str | None = Field(
+        default=None, description="Session token for temporary credentials (use EnvVar); usually unset."
+    )
 
     _store: S3Store | None = PrivateAttr(default=None)
 
-    def get_store(self) -> Store:
+    def setup_for_execution(self, context: InitResourceContext) -> None:
+        """Check access and conditional writes before any step runs.
+
+        Raises:
+            StoreAccessError: no credentials, access denied, a missing bucket, an unreachable
+                endpoint or a wrong region (the message names bucket, prefix and endpoint).
+            CapabilityNotSupported: the server does not enforce conditional writes.
+            ValueError: ``bucket`` is not a bare bucket name or ``prefix`` is unsafe.
+        """
+        store = self.get_store()
+        store.check_access()
+        try:
+            store.check_conditional_writes()
+        except StoreAccessError as exc:  # e.g. read-only credentials: checked again before the first commit
+            context.log.warning(f"S3StoreResource: could not check conditional writes now ({exc})")
+
+    def get_store(self) -> S3Store:
         """An :class:`S3Store` with these settings (no I/O until first use).
 
         Raises:
@@ -126,7 +183,10 @@ class InMemoryStoreResource(StoreResource):
         namespace: which process-wide store to use; give tests their own.
     """
 
-    namespace: str = "default"
+    namespace: str = Field(
+        default="default",
+        description="Which process-wide in-memory store to use; resources with the same namespace share it.",
+    )
 
     process_local: ClassVar[bool] = True
 

@@ -41,6 +41,7 @@ from ..errors import (
     DatasetNotFound,
     ManifestCorrupted,
     NotFound,
+    VersionNotRetained,
 )
 from ..storage.base import Capability, FileInfo, Store, validate_key
 from ._commit import Committer, PendingWrite
@@ -702,7 +703,9 @@ class ParquetDatasetStore:
         """Read and parse ``{key}/manifest.json`` (PDS-012), or a retained past version's.
 
         Raises:
-            NotFound: no manifest (or that version is not retained).
+            NotFound: no manifest, or ``version`` is newer than the latest.
+            VersionNotRetained: ``version`` is older than the latest and no longer kept
+                (a ``NotFound``).
             ManifestCorrupted: the manifest cannot be parsed or is invalid.
         """
         key = self._key(key)
@@ -715,7 +718,7 @@ class ParquetDatasetStore:
         try:
             return self._parse(key, version_path(version))
         except NotFound:
-            raise NotFound(
+            raise VersionNotRetained(
                 f"version {version} of dataset {key!r} is not retained "
                 f"(retained: {[m.version for m in self.history(key)]})"
             ) from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,35 @@ from .base import Capability, FileInfo, Store, validate_key
 
 _TMP_SUFFIX = ".tmp"
 _LOCK_SUFFIX = ".lock"
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
+
+
+def _check_root(root: str | os.PathLike[str]) -> str:
+    """The absolute folder for ``root``, with a leading ``~`` expanded to the home folder.
+
+    Raises:
+        TypeError: ``root`` is not a ``str`` or path.
+        ValueError: ``root`` is a URL (``s3://...``, ``file://...``), which would
+            otherwise become a local folder named after the scheme.
+    """
+    text = os.fspath(root)
+    if not isinstance(text, str):
+        raise TypeError(f"LocalStore root must be a str or path, got {type(text).__name__}")
+    match = _URL.match(text)
+    if match:
+        scheme, rest = match.group(1).lower(), match.group(2)
+        if scheme == "file":
+            hint = f"pass the plain folder path instead, e.g. {('/' + rest.lstrip('/'))!r}"
+        elif scheme in ("s3", "s3a", "s3n"):
+            bucket, _, prefix = rest.partition("/")
+            hint = (
+                f"for S3 use S3Store({bucket!r}, prefix={prefix.strip('/')!r}) "
+                f"(in Dagster: S3StoreResource(bucket={bucket!r}, prefix={prefix.strip('/')!r}))"
+            )
+        else:
+            hint = "LocalStore writes to a local or mounted folder; for S3 or an S3-compatible server use S3Store (S3StoreResource in Dagster)"
+        raise ValueError(f"LocalStore root {text!r} is a URL, not a local folder path: {hint}")
+    return os.path.abspath(os.path.expanduser(text))
 
 
 def _fsync_path(path: str, flags: int = os.O_RDONLY) -> None:
@@ -41,7 +71,8 @@ class LocalStore(Store):
       it held.
 
     Args:
-        root: folder holding the objects; created on first write.
+        root: folder holding the objects; created on first write. A leading
+            ``~`` means the home folder; a URL (``s3://...``) is refused.
         durable: fsync files and folders on write (default). Turning it off
             keeps atomicity against process crashes but not power loss.
     """
@@ -49,7 +80,8 @@ class LocalStore(Store):
     capabilities = frozenset(Capability)
 
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = True) -> None:
-        self.root = os.path.abspath(os.fspath(root))
+        """Raises ``ValueError`` for a URL root (see :func:`_check_root`), before touching the disk."""
+        self.root = _check_root(root)
         self.durable = durable
 
     def __repr__(self) -> str:

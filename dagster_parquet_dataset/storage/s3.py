@@ -5,9 +5,16 @@ Parquet columns are never downloaded). Writes stream through a boto3
 multipart upload that is completed on success and aborted on failure, so an
 object is replaced whole or not at all (pyarrow's own output stream cannot be
 aborted from Python). Commits use boto3's conditional ``PutObject``
-(``If-Match`` / ``If-None-Match``) as compare-and-swap. Both clients are
-built from the same settings and, unless credentials are given, from the
-standard AWS credential chain.
+(``If-Match`` / ``If-None-Match``) as compare-and-swap; before the first one,
+the store checks that the server really enforces those conditions (some
+S3-compatible servers ignore them, which would make commits unsafe). Both
+clients are built from the same settings and, unless credentials are given,
+from the standard AWS credential chain.
+
+Credential, bucket, region and connection failures are raised as
+:class:`~dagster_parquet_dataset.errors.StoreAccessError` naming the bucket,
+prefix and endpoint; :meth:`S3Store.check_access` makes one cheap request to
+find them before any work is done.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ from __future__ import annotations
 import io
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
@@ -24,11 +32,35 @@ from urllib.parse import urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import CommitConflict, NotFound, RemoteStoreError
+from ..errors import CapabilityNotSupported, CommitConflict, NotFound, RemoteStoreError, StoreAccessError
 from .base import Capability, FileInfo, Store, validate_key
 
 _CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 _MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+_DENIED_CODES = {
+    "AccessDenied",
+    "403",
+    "Forbidden",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "InvalidToken",
+    "TokenRefreshRequired",
+}
+_REGION_CODES = {"PermanentRedirect", "301", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"}
+
+_CREDENTIALS_HINT = (
+    "give credentials through the standard AWS chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, "
+    "AWS_PROFILE, an instance or task role) or the aws_access_key_id / aws_secret_access_key settings"
+)
+
+#: Name of the object written (and deleted) under the store prefix to check conditional writes.
+_PROBE_NAME = "_conditional_write_probe"
+
+#: (endpoint, bucket) pairs whose conditional writes were checked in this process:
+#: ``None`` when enforced, else why commits there are unsafe.
+_CAS_CHECKED: dict[tuple[str, str], str | None] = {}
+_CAS_LOCK = threading.Lock()
 
 
 def _is_transport_error(exc: Exception) -> bool:
@@ -99,6 +131,7 @@ class S3Store(Store):
         self._init_lock = threading.Lock()
         self._client_obj: Any = None
         self._fs_obj: pafs.S3FileSystem | None = None
+        self._cas_checked = False
 
     def __repr__(self) -> str:
         where = f" at {self.endpoint_url}" if self.endpoint_url else ""
@@ -160,6 +193,147 @@ class S3Store(Store):
                     self._fs_obj = pafs.S3FileSystem(**kwargs)
         return self._fs_obj
 
+    def _where(self) -> str:
+        endpoint = self.endpoint_url or f"AWS S3 (region {self.region})"
+        return f"bucket {self.bucket!r}, prefix {self.prefix!r}, endpoint {endpoint}"
+
+    def _access_error(
+        self, exc: BaseException, action: str, *, bucket_request: bool = False
+    ) -> StoreAccessError | None:
+        """The :class:`StoreAccessError` that ``exc`` amounts to, or ``None`` if it is something else.
+
+        ``bucket_request`` says ``exc`` answers a request on the bucket itself
+        (HeadBucket), where a bare 404 means the bucket is missing.
+        """
+        try:
+            from botocore import exceptions as boto_exc
+        except ImportError:  # pragma: no cover - depends on install
+            return None
+        where = self._where()
+        if isinstance(exc, (boto_exc.NoCredentialsError, boto_exc.PartialCredentialsError)):
+            return StoreAccessError(f"{action} failed for {where}: no AWS credentials were found; {_CREDENTIALS_HINT}")
+        if isinstance(exc, (boto_exc.EndpointConnectionError, boto_exc.ConnectTimeoutError)):
+            return StoreAccessError(
+                f"{action} failed for {where}: cannot connect to the endpoint ({exc}); check endpoint_url "
+                "(scheme, host, port) and that the server is running and reachable"
+            )
+        code = _error_code(exc)
+        if code == "NoSuchBucket" or (bucket_request and code in _MISSING_CODES):
+            return StoreAccessError(
+                f"{action} failed for {where}: the bucket does not exist; check the bucket name, and that "
+                "endpoint_url and region point at the server that holds it (create the bucket first if it is new)"
+            )
+        if code in _DENIED_CODES:
+            return StoreAccessError(
+                f"{action} failed for {where}: access denied ({code}); check that the credentials are valid and "
+                "not expired, and that they may list, read, write and delete objects under the prefix; "
+                + _CREDENTIALS_HINT
+            )
+        if code in _REGION_CODES:
+            return StoreAccessError(
+                f"{action} failed for {where}: the bucket is in another region ({code}); set region to the "
+                "bucket's region"
+            )
+        return None
+
+    def _raise_access(self, exc: BaseException, action: str) -> None:
+        """Raise the :class:`StoreAccessError` ``exc`` amounts to (chained to it); return if it is none."""
+        error = self._access_error(exc, action)
+        if error is not None:
+            raise error from exc
+
+    @contextmanager
+    def _translated(self, action: str) -> Iterator[None]:
+        try:
+            yield
+        except RemoteStoreError:
+            raise
+        except Exception as exc:
+            self._raise_access(exc, action)
+            raise
+
+    def check_access(self) -> None:
+        """Check with one cheap request (HeadBucket) that the bucket exists and the credentials are accepted.
+
+        Raises:
+            StoreAccessError: no credentials, access denied, the bucket does not exist, the
+                endpoint cannot be reached, or the bucket is in another region; the message names
+                the bucket, prefix and endpoint and says what to check.
+        """
+        try:
+            self._client.head_bucket(Bucket=self.bucket)
+        except Exception as exc:
+            error = self._access_error(exc, "checking access", bucket_request=True)
+            if error is not None:
+                raise error from exc
+            raise StoreAccessError(f"checking access failed for {self._where()}: {exc}") from exc
+
+    def check_conditional_writes(self) -> None:
+        """Check that the server enforces ``If-None-Match`` / ``If-Match`` on ``PutObject``.
+
+        Writes a small probe object under the prefix with ``If-None-Match: *``,
+        writes it again expecting ``412 Precondition Failed``, writes it with a
+        wrong ``If-Match`` expecting 412 again, and deletes it. Runs once per
+        endpoint and bucket in this process (the result is remembered either
+        way); :meth:`write_if` calls it before the first commit.
+
+        Raises:
+            CapabilityNotSupported: the server ignores or rejects the conditions, so commits
+                would not be safe; the message names the endpoint.
+            StoreAccessError: the probe could not be written (credentials, bucket, endpoint).
+        """
+        if self._cas_checked:
+            return
+        cache_key = (self.endpoint_url or f"aws:{self.region}", self.bucket)
+        with _CAS_LOCK:
+            known = cache_key in _CAS_CHECKED
+            problem = _CAS_CHECKED.get(cache_key)
+        if not known:
+            problem = self._probe_conditional_writes()
+            with _CAS_LOCK:
+                _CAS_CHECKED[cache_key] = problem
+        if problem is not None:
+            endpoint = self.endpoint_url or f"AWS S3 (region {self.region})"
+            raise CapabilityNotSupported(
+                f"S3 endpoint {endpoint} (bucket {self.bucket!r}) does not enforce conditional writes: {problem}. "
+                "Commits would not be safe there (two writers could overwrite each other's commit and lose "
+                "updates), so this store refuses to commit. Use a server that enforces If-None-Match and "
+                "If-Match on PutObject, such as AWS S3."
+            )
+        self._cas_checked = True
+
+    def _probe_conditional_writes(self) -> str | None:
+        """Run the probe; ``None`` when the conditions are enforced, else what went wrong."""
+        key = self._key(f"{_PROBE_NAME}-{uuid.uuid4().hex}")
+        client = self._client
+        action = "checking conditional writes"
+        try:
+            client.put_object(Bucket=self.bucket, Key=key, Body=b"probe", IfNoneMatch="*")
+        except Exception as exc:
+            self._raise_access(exc, action)
+            if _error_code(exc) in ("NotImplemented", "501", "InvalidArgument", "InvalidRequest", "400"):
+                return f"it rejected a PutObject with If-None-Match: * ({_error_code(exc)})"
+            raise
+        try:
+            for condition, label in (
+                ({"IfNoneMatch": "*"}, "a PutObject with If-None-Match: * over an existing object"),
+                ({"IfMatch": '"00000000000000000000000000000000"'}, "a PutObject with a wrong If-Match ETag"),
+            ):
+                try:
+                    client.put_object(Bucket=self.bucket, Key=key, Body=b"probe", **condition)
+                except Exception as exc:
+                    if _error_code(exc) in _CONFLICT_CODES:
+                        continue
+                    self._raise_access(exc, action)
+                    raise
+                return f"{label} succeeded instead of failing with 412 Precondition Failed"
+            return None
+        finally:
+            try:
+                client.delete_object(Bucket=self.bucket, Key=key)
+            except Exception:  # noqa: BLE001 - a leftover probe object is harmless
+                pass
+
     def _key(self, path: str) -> str:
         validate_key(path, what="path")
         return f"{self.prefix}/{path}" if self.prefix else path
@@ -180,6 +354,7 @@ class S3Store(Store):
         except Exception as exc:
             if _error_code(exc) in _MISSING_CODES:
                 raise NotFound(f"no object {path!r} in {self!r}") from None
+            self._raise_access(exc, f"reading {path!r}")
             raise
         return int(response["ContentLength"])
 
@@ -189,6 +364,7 @@ class S3Store(Store):
         except Exception as exc:
             if _error_code(exc) in _MISSING_CODES:
                 raise NotFound(f"no object {path!r} in {self!r}") from None
+            self._raise_access(exc, f"reading {path!r}")
             raise
         return response["Body"].read(), response["ETag"]
 
@@ -225,15 +401,18 @@ class S3Store(Store):
         except BaseException:
             upload.abort()
             raise
-        upload.complete()
+        with self._translated(f"writing {path!r}"):
+            upload.complete()
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        self._client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data)
+        with self._translated(f"writing {path!r}"):
+            self._client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data)
 
     def delete(self, path: str, *, missing_ok: bool = False) -> None:
         if not missing_ok and not self.exists(path):
             raise NotFound(f"no object {path!r} in {self!r}")
-        self._client.delete_object(Bucket=self.bucket, Key=self._key(path))
+        with self._translated(f"deleting {path!r}"):
+            self._client.delete_object(Bucket=self.bucket, Key=self._key(path))
 
     def delete_folder(self, path: str) -> None:
         keys = [self._key(f.path) for f in self.list_files(path)]
@@ -241,10 +420,11 @@ class S3Store(Store):
             raise NotFound(f"nothing stored under {path!r} in {self!r}")
         for start in range(0, len(keys), 1000):
             batch = keys[start : start + 1000]
-            response = self._client.delete_objects(
-                Bucket=self.bucket,
-                Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
-            )
+            with self._translated(f"deleting under {path!r}"):
+                response = self._client.delete_objects(
+                    Bucket=self.bucket,
+                    Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True},
+                )
             if response.get("Errors"):
                 first = response["Errors"][0]
                 raise RemoteStoreError(
@@ -254,11 +434,27 @@ class S3Store(Store):
 
     def list_files(self, path: str) -> Iterator[FileInfo]:
         paginator = self._client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=self._key(path) + "/"):
+        pages = iter(paginator.paginate(Bucket=self.bucket, Prefix=self._key(path) + "/"))
+        while True:
+            with self._translated(f"listing {path!r}"):
+                page = next(pages, None)
+            if page is None:
+                return
             for obj in page.get("Contents", []):
                 yield FileInfo(self._rel(obj["Key"]), obj["Size"], obj["LastModified"].timestamp())
 
     def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+        """Compare-and-swap with a conditional ``PutObject``.
+
+        The first call checks that the server enforces the conditions
+        (:meth:`check_conditional_writes`).
+
+        Raises:
+            CommitConflict: the object changed (or appeared) meanwhile.
+            CapabilityNotSupported: the server does not enforce conditional writes.
+            StoreAccessError: the conditional-write check could not run (credentials, bucket, endpoint).
+        """
+        self.check_conditional_writes()
         condition = {"IfNoneMatch": "*"} if expected is None else {"IfMatch": expected}
         try:
             response = self._client.put_object(Bucket=self.bucket, Key=self._key(path), Body=data, **condition)

@@ -47,6 +47,8 @@ class LocalStore(Store):
     """
 
     capabilities = frozenset(Capability)
+    #: ``NAME_MAX`` of common local file systems (ext4, XFS, APFS, NTFS).
+    max_segment_bytes = 255
 
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = True) -> None:
         self.root = os.path.abspath(os.fspath(root))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
-from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
@@ -19,8 +18,14 @@ import pyarrow.types as pat
 
 from ._stats import decode_value, encode_value
 
-#: The folder value Hive and Spark use for a null partition value.
+#: The folder value Hive and Spark use for a null (or empty string) partition value.
 HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+#: The characters Hive's ``FileUtils.escapePathName`` escapes (as ``%XX``); Spark uses the same set.
+#: Everything else, non-ASCII included, stays as it is (UTF-8 in the key).
+_HIVE_ESCAPED = frozenset(
+    [*map(chr, range(0x20)), '"', "#", "%", "'", "*", "/", ":", "=", "?", "\\", "\x7f", "{", "[", "]", "^"]
+)
 
 
 def _partitionable(typ: pa.DataType) -> bool:
@@ -67,8 +72,13 @@ def check_partition_by(partition_by: Sequence[str] | None, schema: pa.Schema) ->
     return cols
 
 
+def _escape(text: str) -> str:
+    """``text`` escaped as Hive's ``FileUtils.escapePathName`` does it."""
+    return "".join(f"%{ord(ch):02X}" if ch in _HIVE_ESCAPED else ch for ch in text)
+
+
 def _path_value(value: Any) -> str:
-    if value is None:
+    if value is None or value == "":
         return HIVE_NULL
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -78,14 +88,19 @@ def _path_value(value: Any) -> str:
 
 
 def partition_folder(partition_by: Sequence[str], values: Sequence[Any]) -> str:
-    """``col=value/col2=value2`` with every name and value percent-encoded.
+    """``col=value/col2=value2``, escaped the way Hive and Spark name partition folders.
 
-    Encoding every character outside ``[A-Za-z0-9_.~-]`` keeps ``/``, ``\\``,
-    ``=``, NUL and the like out of the path, so no value can leave its folder.
+    Hive's escaping turns ``/``, ``\\``, ``=``, ``%``, control characters
+    (NUL included) and a few more into ``%XX``, so no value can leave its
+    folder, and leaves everything else, non-ASCII included, as UTF-8. Spark,
+    DuckDB and pyarrow (``partitioning="hive"``) reading the folders directly
+    therefore decode the same values; like theirs, a null or empty string
+    value is ``__HIVE_DEFAULT_PARTITION__``. Reads of this package never parse
+    folder names (the manifest records each file's path and values), so
+    folders written by earlier versions (every non-alphanumeric byte
+    percent-encoded) keep reading.
     """
-    return "/".join(
-        f"{quote(col, safe='')}={quote(_path_value(v), safe='')}" for col, v in zip(partition_by, values, strict=True)
-    )
+    return "/".join(f"{_escape(col)}={_escape(_path_value(v))}" for col, v in zip(partition_by, values, strict=True))
 
 
 def split_by_partition(table: pa.Table, partition_by: Sequence[str]) -> Iterator[tuple[tuple[Any, ...], pa.Table]]:

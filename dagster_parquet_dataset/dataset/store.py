@@ -45,6 +45,7 @@ from ..errors import (
 )
 from ..storage.base import Capability, FileInfo, Store, validate_key
 from ._commit import Committer, PendingWrite
+from ._keys import check_folder_fits, check_key_fits, check_write_fits, missing_dataset_error
 from ._layout import (
     CLAIM_NAME,
     MANIFEST_NAME,
@@ -223,6 +224,7 @@ class ParquetDatasetStore:
         key = self._key(key)
         self._check_input(table, "write_dataset")
         partition = check_partition_by(partition_by, table.schema)
+        check_write_fits(self.store, key, table, partition)
         pending = self.begin_write(key, overwrite=overwrite, run_id=run_id, metadata=metadata)
         attempted: list[str] = []
         try:
@@ -254,6 +256,7 @@ class ParquetDatasetStore:
             TypeError / ValueError: bad key, ``run_id`` or ``metadata``.
         """
         key = self._key(key)
+        check_key_fits(self.store, key)
         if run_id is not None and not isinstance(run_id, str):
             raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
         metadata = _check_metadata(metadata)
@@ -377,6 +380,7 @@ class ParquetDatasetStore:
         index = 0
         for piece in pieces:
             for values, rows in split_by_partition(piece, partition_by):
+                check_folder_fits(self.store, pending.key, partition_by, values)
                 folder = partition_folder(partition_by, values)
                 encoded = encode_partition_values(partition_by, values, schema)
                 for chunk in table_chunks(rows, self.max_rows_per_file or max(rows.num_rows, 1)):
@@ -432,6 +436,7 @@ class ParquetDatasetStore:
                     "an append keeps the dataset's partitioning"
                 )
             self._append_schema(key, current, table.schema, allow_new_columns)
+        check_write_fits(self.store, key, table, partition)
         txn = uuid.uuid4().hex[:16]
         pending = PendingWrite(key, txn, False, False, run_id, metadata, current, token)
         attempted: list[str] = []
@@ -500,6 +505,7 @@ class ParquetDatasetStore:
         """
         key = self._key(key)
         keys = check_merge_args(source, key_columns, strategy)
+        check_key_fits(self.store, key)
         metadata = _check_metadata(metadata)
         self._require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
         deadline = time.monotonic() + self.commit_timeout
@@ -549,6 +555,7 @@ class ParquetDatasetStore:
         if partition_by is not None and tuple(partition_by) != partition:
             raise ValueError(f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}")
         source = conform_table(source, schema, key=key)
+        check_write_fits(self.store, key, source, partition)
         index = KeyIndex(source, keys)
         source_partitions = _encoded_partitions(source, partition) if partition else set()
 
@@ -767,8 +774,8 @@ class ParquetDatasetStore:
                 raise DatasetIncomplete(
                     f"dataset {key!r} has a manifest but no {SUCCESS_NAME}: its first write did not finish"
                 )
-            if self.store.supports(Capability.LIST) and next(iter(self.store.list_files(key)), None) is not None:
-                raise DatasetIncomplete(f"dataset {key!r} has files but no {SUCCESS_NAME}: a write did not finish")
+            if self.store.supports(Capability.LIST):
+                raise missing_dataset_error(key, (f.path for f in self.store.list_files(key)))
             raise DatasetNotFound(f"dataset {key!r} does not exist")
         try:
             return self.read_manifest(key, version=version)
@@ -811,8 +818,8 @@ class ParquetDatasetStore:
         again on the new manifest. ``version`` reads a retained past version.
 
         Raises:
-            DatasetNotFound: nothing is stored under ``key`` (a ``NotFound`` and
-                a ``DatasetIncomplete``).
+            DatasetNotFound: nothing is stored under ``key``, or only datasets
+                nested below it (a ``NotFound`` and a ``DatasetIncomplete``).
             DatasetIncomplete: ``_SUCCESS`` or a part is missing, or a part is
                 truncated or disagrees with the manifest.
             NotFound: ``version`` is not retained.

@@ -81,6 +81,16 @@ class Store(abc.ABC):
     #: What this backend supports.
     capabilities: frozenset[Capability] = frozenset()
 
+    #: The longest path segment (file or folder name) the backend can store, in
+    #: UTF-8 bytes; ``None`` for no limit. Callers check keys they build against it
+    #: before writing, so a too-long name is a clear error rather than a half-done write.
+    max_segment_bytes: int | None = None
+
+    #: The longest key (a whole store-relative path, UTF-8 bytes) the backend can
+    #: store, after anything it puts in front of the key (such as a prefix);
+    #: ``None`` for no limit.
+    max_key_bytes: int | None = None
+
     def supports(self, capability: Capability) -> bool:
         """Whether this store has ``capability``."""
         return capability in self.capabilities

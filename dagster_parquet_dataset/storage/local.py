@@ -78,6 +78,8 @@ class LocalStore(Store):
     """
 
     capabilities = frozenset(Capability)
+    #: ``NAME_MAX`` of common local file systems (ext4, XFS, APFS, NTFS).
+    max_segment_bytes = 255
 
     def __init__(self, root: str | os.PathLike[str], *, durable: bool = True) -> None:
         """Raises ``ValueError`` for a URL root (see :func:`_check_root`), before touching the disk."""

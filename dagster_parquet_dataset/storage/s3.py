@@ -98,6 +98,8 @@ class S3Store(Store):
     """
 
     capabilities = frozenset(Capability)
+    #: S3 object keys are at most 1024 bytes; an instance with a prefix allows that much less.
+    max_key_bytes = 1024
 
     def __init__(
         self,
@@ -119,6 +121,7 @@ class S3Store(Store):
             validate_key(prefix, what="prefix")
         self.bucket = bucket
         self.prefix = prefix
+        self.max_key_bytes = 1024 - (len(prefix.encode()) + 1 if prefix else 0)
         self.endpoint_url = endpoint_url
         self.region = region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         self.aws_access_key_id = aws_access_key_id

@@ -3,9 +3,9 @@
 A small e-commerce pipeline, every output stored as a committed Parquet
 dataset by ``RemoteStoreIOManager``:
 
-* ``raw/events`` and ``raw/customer_updates``: daily-partitioned raw feeds,
+* ``raw/click_events`` and ``raw/customer_updates``: daily-partitioned raw feeds,
   generated deterministically from the partition date (:mod:`.generate`).
-* ``staging/events``: the day's events cleaned with pandas.
+* ``staging/clean_events``: the day's events cleaned with pandas.
 * ``marts/daily_event_stats``: a PySpark aggregation per day.
 * ``marts/event_summary``: an unpartitioned summary over all days.
 * ``marts/dim_customers``: a customer dimension maintained by upsert

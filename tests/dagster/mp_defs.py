@@ -27,7 +27,7 @@ def mp_totals(context: dg.AssetExecutionContext, mp_events: pd.DataFrame) -> pa.
 
 local_io = RemoteStoreIOManager(store=LocalStoreResource(root=dg.EnvVar("PDS_MP_ROOT")))
 
-asset_job = dg.define_asset_job("mp_asset_job", selection=[mp_events, mp_totals], partitions_def=COLORS)
+asset_job = dg.define_asset_job("mp_asset_job", selection=[mp_events, mp_totals])  # partitioned like its assets
 
 
 @dg.op

@@ -35,7 +35,7 @@ from .conftest import PROJECT_DIR
 BIN_DIR = Path(sys.executable).parent
 DAGSTER = str(BIN_DIR / "dagster")
 PARTITION = "2024-06-03"
-DAILY_KEYS = ("raw/events", "raw/customer_updates", "staging/events", "marts/daily_event_stats")
+DAILY_KEYS = ("raw/click_events", "raw/customer_updates", "staging/clean_events", "marts/daily_event_stats")
 
 #: dagster dev maps SIGTERM to its SIGINT handler; if this test runs with SIGINT ignored (a background
 #: job of a non-interactive shell), the server would inherit that and ignore SIGTERM. Restore SIGINT's
@@ -344,12 +344,12 @@ def test_dagster_dev_materializes_a_partition_and_shuts_down(dagster_dev: Dagste
         assert raw_manifest["metadata"]["dagster.partition_key"] == PARTITION
         for part in raw_manifest["parts"]:
             assert (folder / part).is_file()
-    other_days = [p for p in (data_root / "raw" / "events").iterdir() if p.name != PARTITION]
+    other_days = [p for p in (data_root / "raw" / "click_events").iterdir() if p.name != PARTITION]
     assert other_days == [], "only the launched partition was materialized"
 
     # Read back: the Spark aggregate accounts for every clean event of the day.
     stats = datasets.read_dataset(f"marts/daily_event_stats/{PARTITION}")
-    clean = datasets.read_manifest(f"staging/events/{PARTITION}")
+    clean = datasets.read_manifest(f"staging/clean_events/{PARTITION}")
     assert sum(stats.column("events").to_pylist()) == clean.row_count > 2_000
     assert set(stats.column("event_date").to_pylist()) == {dt.date.fromisoformat(PARTITION)}
 

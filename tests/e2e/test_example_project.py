@@ -90,6 +90,32 @@ def test_cleaning_drops_exactly_the_bad_rows() -> None:
     assert (first.loc[cleaned["event_id"], "ts"].to_numpy() == cleaned["ts"].to_numpy()).all()
 
 
+# ------------------------------------------------------------------ how the assets show in the UI
+
+
+#: The kind each asset computes with, besides ``parquet`` (how every output is stored).
+ENGINE_KINDS = {
+    "raw/click_events": "pyarrow",
+    "raw/customer_updates": "pyarrow",
+    "staging/clean_events": "pandas",
+    "marts/daily_event_stats": "spark",
+    "marts/event_summary": "pandas",
+    "marts/dim_customers": "pandas",
+    "marts/swiss_customers": "pandas",
+}
+
+
+def test_assets_have_kinds_and_names_that_tell_them_apart() -> None:
+    """The asset graph labels a node by its key's last part: no two may share it, nor a group's name."""
+    specs = [spec for asset in _assets().ALL_ASSETS for spec in asset.specs]
+    names = [spec.key.path[-1] for spec in specs]
+    groups = {spec.group_name for spec in specs}
+    assert len(set(names)) == len(names), f"two assets show with the same name: {sorted(names)}"
+    assert not groups & set(names), f"a group shares an asset's name: {sorted(groups & set(names))}"
+    kinds = {spec.key.to_user_string(): set(spec.kinds) for spec in specs}
+    assert kinds == {key: {"parquet", engine} for key, engine in ENGINE_KINDS.items()}
+
+
 # ------------------------------------------------------------------ the pipeline through the IO manager
 
 
@@ -117,19 +143,19 @@ def test_daily_partitions_and_summary_through_the_io_manager(
     summary_run = _materialize(example_resources, [a.event_summary])
 
     for day, result in runs.items():
-        for key in ("raw/events", "raw/customer_updates", "staging/events", "marts/daily_event_stats"):
+        for key in ("raw/click_events", "raw/customer_updates", "staging/clean_events", "marts/daily_event_stats"):
             manifest = datasets.read_manifest(f"{key}/{day}")
             assert manifest.run_id == result.run_id
             assert manifest.metadata is not None
             assert manifest.metadata["dagster.asset_key"] == key
             assert manifest.metadata["dagster.partition_key"] == day
             assert (data_root / key / day / "_SUCCESS").is_file()
-        raw = datasets.read_dataset(f"raw/events/{day}")
+        raw = datasets.read_dataset(f"raw/click_events/{day}")
         assert raw.equals(raw_events(_day(day)))
         expected_clean, dropped = clean(raw.to_pandas())
-        staged = datasets.read_dataset(f"staging/events/{day}").to_pandas()
+        staged = datasets.read_dataset(f"staging/clean_events/{day}").to_pandas()
         pd.testing.assert_frame_equal(staged, expected_clean)
-        clean_md = result.asset_materializations_for_node("staging__events")[0].metadata
+        clean_md = result.asset_materializations_for_node("staging__clean_events")[0].metadata
         assert {k: clean_md[f"dropped_{k}"].value for k in dropped} == dropped
 
         stats = datasets.read_dataset(f"marts/daily_event_stats/{day}").to_pandas()
@@ -139,7 +165,7 @@ def test_daily_partitions_and_summary_through_the_io_manager(
         got = stats.sort_values(["country", "event_type"]).reset_index(drop=True)
         pd.testing.assert_frame_equal(got, _expected_stats(expected_clean), check_dtype=False)
 
-    both_days = pd.concat([datasets.read_dataset(f"staging/events/{d}").to_pandas() for d in (DAY1, DAY2)])
+    both_days = pd.concat([datasets.read_dataset(f"staging/clean_events/{d}").to_pandas() for d in (DAY1, DAY2)])
     summary = datasets.read_dataset("marts/event_summary").to_pandas().set_index("country")
     assert datasets.read_manifest("marts/event_summary").run_id == summary_run.run_id
     assert (summary["days"] == 2).all()
@@ -160,13 +186,13 @@ def test_rematerializing_a_partition_replaces_it(
     a = _assets()
     first = _materialize(example_resources, [a.raw_events, a.clean_events], DAY1)
     second = _materialize(example_resources, [a.raw_events, a.clean_events], DAY1)
-    for key in ("raw/events", "staging/events"):
+    for key in ("raw/click_events", "staging/clean_events"):
         manifest = datasets.read_manifest(f"{key}/{DAY1}")
         assert manifest.version == 2 and manifest.run_id == second.run_id != first.run_id
         parquet = [p.name for p in (data_root / key / DAY1).iterdir() if p.suffix == ".parquet"]
         assert len(parquet) == len(manifest.parts), "the replaced version's files are gone"
-    assert datasets.read_manifest(f"staging/events/{DAY1}").row_count == len(
-        datasets.read_dataset(f"staging/events/{DAY1}")
+    assert datasets.read_manifest(f"staging/clean_events/{DAY1}").row_count == len(
+        datasets.read_dataset(f"staging/clean_events/{DAY1}")
     )
 
 
@@ -319,8 +345,8 @@ def test_pipeline_on_s3_selected_by_environment(moto_endpoint: str) -> None:
     result = _materialize(resources, [a.raw_events, a.clean_events], DAY1)
 
     s3 = ParquetDatasetStore(S3Store(bucket, "example_project", endpoint_url=moto_endpoint))
-    manifest = s3.read_manifest(f"staging/events/{DAY1}")
+    manifest = s3.read_manifest(f"staging/clean_events/{DAY1}")
     assert manifest.run_id == result.run_id
-    assert s3.read_dataset(f"staging/events/{DAY1}").num_rows == manifest.row_count > 2_000
-    uri = result.asset_materializations_for_node("staging__events")[0].metadata["dagster/uri"].value
-    assert uri == f"s3://{bucket}/example_project/staging/events/{DAY1}"
+    assert s3.read_dataset(f"staging/clean_events/{DAY1}").num_rows == manifest.row_count > 2_000
+    uri = result.asset_materializations_for_node("staging__clean_events")[0].metadata["dagster/uri"].value
+    assert uri == f"s3://{bucket}/example_project/staging/clean_events/{DAY1}"

@@ -40,6 +40,7 @@ def latest_profiles(updates: pa.Table) -> pa.Table:
     key_prefix="marts",
     name="dim_customers",
     group_name="customers",
+    kinds={"parquet", "pandas"},
     metadata={"write_mode": "merge", "key_columns": ["customer_id"]},
     ins={
         "customer_updates": dg.AssetIn(
@@ -61,6 +62,7 @@ def dim_customers(context: dg.AssetExecutionContext, customer_updates: pa.Table)
     key_prefix="marts",
     name="swiss_customers",
     group_name="customers",
+    kinds={"parquet", "pandas"},
     ins={"dim_customers": dg.AssetIn(key=["marts", "dim_customers"], metadata={"filters": SWISS_FILTER})},
     description="Customers located in Switzerland, for the Swiss sales team (loaded with filters).",
 )

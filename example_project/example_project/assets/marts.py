@@ -26,8 +26,9 @@ def aggregate_events(events: DataFrame) -> DataFrame:
     key_prefix="marts",
     name="daily_event_stats",
     partitions_def=DAILY,
-    group_name="events",
-    ins={"events": dg.AssetIn(key=["staging", "events"])},
+    group_name="clickstream",
+    kinds={"parquet", "spark"},
+    ins={"events": dg.AssetIn(key=["staging", "clean_events"])},
     description="Events, customers and revenue per country and event type for one day (PySpark).",
 )
 def daily_event_stats(context: dg.AssetExecutionContext, pyspark: PySparkResource, events: DataFrame) -> DataFrame:
@@ -66,7 +67,8 @@ def summarize(stats: pd.DataFrame) -> pd.DataFrame:
 @dg.asset(
     key_prefix="marts",
     name="event_summary",
-    group_name="events",
+    group_name="clickstream",
+    kinds={"parquet", "pandas"},
     ins={
         "daily_event_stats": dg.AssetIn(
             key=["marts", "daily_event_stats"],

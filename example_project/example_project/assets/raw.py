@@ -1,4 +1,4 @@
-"""Raw feeds, one dataset per day: ``raw/events/<day>`` and ``raw/customer_updates/<day>``."""
+"""Raw feeds, one dataset per day: ``raw/click_events/<day>`` and ``raw/customer_updates/<day>``."""
 
 import dagster as dg
 import pyarrow as pa
@@ -9,9 +9,10 @@ from ..partitions import DAILY
 
 @dg.asset(
     key_prefix="raw",
-    name="events",
+    name="click_events",
     partitions_def=DAILY,
-    group_name="events",
+    group_name="clickstream",
+    kinds={"parquet", "pyarrow"},
     description="One day of click-stream events as delivered: duplicates, missing customers, messy country codes.",
 )
 def raw_events(context: dg.AssetExecutionContext) -> pa.Table:
@@ -26,6 +27,7 @@ def raw_events(context: dg.AssetExecutionContext) -> pa.Table:
     name="customer_updates",
     partitions_def=DAILY,
     group_name="customers",
+    kinds={"parquet", "pyarrow"},
     description="One day of the CRM change feed: a full row per new or changed customer.",
 )
 def raw_customer_updates(context: dg.AssetExecutionContext) -> pa.Table:

@@ -1,4 +1,4 @@
-"""``staging/events``: the day's events cleaned with pandas."""
+"""``staging/clean_events``: the day's events cleaned with pandas."""
 
 import dagster as dg
 import pandas as pd
@@ -34,10 +34,11 @@ def clean(raw: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
 
 @dg.asset(
     key_prefix="staging",
-    name="events",
+    name="clean_events",
     partitions_def=DAILY,
-    group_name="events",
-    ins={"raw": dg.AssetIn(key=["raw", "events"])},
+    group_name="clickstream",
+    kinds={"parquet", "pandas"},
+    ins={"raw": dg.AssetIn(key=["raw", "click_events"])},
     description="The day's events, deduplicated and validated (pandas).",
 )
 def clean_events(context: dg.AssetExecutionContext, raw: pd.DataFrame) -> pd.DataFrame:

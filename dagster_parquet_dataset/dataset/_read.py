@@ -3,9 +3,10 @@
 Planning is pure: the manifest and the filters decide which files can hold
 matching rows (partition values and statistics, conservative when either is
 missing). Reading then opens every selected file and checks its footer (it
-exists, has the recorded size, row count and schema) before any data page is
-read, reads only the needed columns, filters rows, and puts partition columns
-back.
+exists, has the recorded size, row count and schema, names its own path if
+the writer tagged it, and has the statistics the manifest recorded) before
+any data page is read, reads only the needed columns, filters rows, and puts
+partition columns back.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from ..errors import DatasetIncomplete, NotFound
 from ..storage.base import Store
 from ._partition import add_partition_columns
 from ._pruning import normalize_filters, plan_files, residual_filters, to_expression
-from ._stats import decode_value
+from ._schema import file_schema_matches
+from ._stats import decode_value, file_column_stats
+from ._write import PART_PATH_KEY
 from .manifest import DatasetManifest, FileEntry, schema_hash
 
 _MAX_IO_THREADS = 16
@@ -173,11 +176,12 @@ def _open_verified(
         actual = parquet.schema_arrow
         if schema is not None and manifest.arrow_schema is not None:
             expected = _expected_file_schema(schema, manifest, entry)
-            if not actual.equals(expected, check_metadata=False):
+            if not file_schema_matches(actual, expected):
                 raise DatasetIncomplete(
                     f"dataset {dataset_key!r}: part {entry.path!r} has schema {actual} "
                     f"but the manifest records {expected}"
                 )
+            _check_identity(dataset_key, entry, parquet.metadata, expected)
         elif schema_hash(actual) != manifest.schema_hash:
             raise DatasetIncomplete(
                 f"dataset {dataset_key!r}: part {entry.path!r} has a schema whose hash "
@@ -187,6 +191,38 @@ def _open_verified(
         source.close()
         raise
     return source, parquet
+
+
+def _check_identity(dataset_key: str, entry: FileEntry, metadata: pq.FileMetaData, schema: pa.Schema) -> None:
+    """Check that the file at ``entry.path`` is the part the manifest means, from its footer alone.
+
+    A part our writer tagged names its own path; any part's statistics must
+    equal those the manifest recorded (compared where both know them, so files
+    from other writers, which carry no tag, are checked as far as possible).
+
+    Raises:
+        DatasetIncomplete: the file is another part (moved, swapped or replaced).
+    """
+    tag = (metadata.metadata or {}).get(PART_PATH_KEY.encode("utf-8"))
+    if tag is not None and tag.decode("utf-8", "replace") != entry.path:
+        raise DatasetIncomplete(
+            f"dataset {dataset_key!r}: the file at {entry.path!r} was written as part "
+            f"{tag.decode('utf-8', 'replace')!r}: parts were moved or swapped on storage"
+        )
+    if not entry.stats:
+        return
+    recorded = {c: s for c, s in entry.stats.items() if schema.get_field_index(c) >= 0}
+    if not recorded:
+        return
+    found = file_column_stats(metadata, pa.schema([schema.field(c) for c in recorded]))
+    for column, stats in recorded.items():
+        have = found.get(column, {})
+        differs = [k for k in ("min", "max", "null_count") if k in stats and k in have and stats[k] != have[k]]
+        if differs:
+            raise DatasetIncomplete(
+                f"dataset {dataset_key!r}: part {entry.path!r} has other statistics for column {column!r} "
+                f"({', '.join(differs)}) than the manifest records: it is not the part that was committed"
+            )
 
 
 def _open_all(

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -22,7 +23,7 @@ import pyarrow.parquet as pq
 from ..errors import DatasetIncomplete, NotFound
 from ..storage.base import Store
 from ._partition import add_partition_columns
-from ._pruning import normalize_filters, plan_files, residual_filters, to_expression
+from ._pruning import filter_columns, normalize_filters, plan_files, residual_filters, to_expression
 from ._schema import file_schema_matches
 from ._stats import decode_value, file_column_stats
 from ._write import PART_PATH_KEY
@@ -127,6 +128,29 @@ def plan(manifest: DatasetManifest, schema: pa.Schema, filters: Any) -> ReadPlan
     selected = [e for e, answer in zip(entries, answers, strict=True) if answer is not False]
     pruned = [e for e, answer in zip(entries, answers, strict=True) if answer is False]
     return ReadPlan(manifest.dataset_key, manifest.version, tuple(selected), tuple(pruned), dnf, manifest)
+
+
+@lru_cache(maxsize=128)
+def _filterable(typ: pa.DataType) -> bool:
+    try:
+        pa.table({"c": pa.nulls(1, typ)}).filter(pa.array([True]))
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+        return False
+    return True
+
+
+def _check_row_filterable(dataset_key: str, schema: pa.Schema, columns: Sequence[str]) -> None:
+    """Refuse a filtered read that would have to filter rows of a column pyarrow cannot filter.
+
+    Raises:
+        TypeError: such a column is read; the message names it.
+    """
+    bad = [f"{c!r} ({schema.field(c).type})" for c in dict.fromkeys(columns) if not _filterable(schema.field(c).type)]
+    if bad:
+        raise TypeError(
+            f"dataset {dataset_key!r}: a filtered read cannot filter rows of column(s) {', '.join(bad)}: "
+            "pyarrow has no filter kernel for their type; leave them out of columns=, or read without filters"
+        )
 
 
 def _expected_file_schema(schema: pa.Schema, manifest: DatasetManifest, entry: FileEntry) -> pa.Schema:
@@ -318,6 +342,8 @@ def read_parts(
     projection = check_columns(columns, schema, dataset_key)
     read_plan = plan(manifest, schema, filters)
     output = projection if projection is not None else schema.names
+    if read_plan.filters is not None:
+        _check_row_filterable(dataset_key, schema, [*output, *filter_columns(read_plan.filters)])
     # Reading every column of a few small files: one request per file beats a
     # footer read plus ranged reads (a round trip each on S3), for the same bytes.
     sizes = [e.size_bytes for e in read_plan.selected]
@@ -336,5 +362,9 @@ def read_parts(
     result_schema = pa.schema([schema.field(c) for c in output], metadata=schema.metadata)
     if not tables:
         return result_schema.empty_table()
+    if not output:  # concat_tables of tables without columns loses their rows
+        rows = sum(t.num_rows for t in tables)
+        return pa.table([pa.nulls(rows)], schema=pa.schema([("_", pa.null())], metadata=schema.metadata)).select([])
     tables = [t if t.schema.equals(result_schema) else t.cast(result_schema) for t in tables]
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    result = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return result.replace_schema_metadata(result_schema.metadata)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -44,11 +45,16 @@ def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
 
     Raises:
         TypeError: ``source`` is not a ``pyarrow.Table`` or ``key_columns`` is not a list of names.
-        ValueError: unknown strategy, key column missing from the source, null keys,
-            or duplicate keys (the message shows one).
+        ValueError: unknown strategy, a repeated column name, key column missing from
+            the source, a column type a merge cannot handle (see :func:`check_merge_types`),
+            null keys, or duplicate keys (the message shows one).
     """
     if not isinstance(source, pa.Table):
         raise TypeError(f"merge source must be a pyarrow.Table, got {type(source).__module__}.{type(source).__name__}")
+    names = source.column_names
+    repeated = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
+    if repeated:
+        raise ValueError(f"the source names the column(s) {repeated} more than once; column names must be unique")
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown merge strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
     if isinstance(key_columns, (str, bytes)) or not isinstance(key_columns, Sequence) or not key_columns:
@@ -64,6 +70,7 @@ def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
             raise ValueError(f"key column {col!r} has {nulls} null values in the source; keys must not be null")
     if len(set(keys)) != len(keys):
         raise ValueError(f"key_columns repeats a column: {keys}")
+    check_merge_types(source.schema, keys)
     if source.num_rows:
         counts = source.select(keys).group_by(keys, use_threads=False).aggregate([([], "count_all")])
         dup = counts.filter(pc.greater(counts.column("count_all"), 1))
@@ -74,6 +81,50 @@ def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
                 f"{dup.column('count_all')[0].as_py()} times); each key may appear once"
             )
     return keys
+
+
+def _probe(fn: Any) -> bool:
+    try:
+        fn()
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+        return False
+    return True
+
+
+@lru_cache(maxsize=128)
+def _usable_key(typ: pa.DataType) -> bool:
+    one = pa.table({"k": pa.nulls(1, typ)})
+    return _probe(lambda: one.join(one, keys=["k"])) and _probe(lambda: pc.sort_indices(one.column("k")))
+
+
+@lru_cache(maxsize=128)
+def _movable(typ: pa.DataType) -> bool:
+    return _probe(lambda: pa.nulls(1, typ).take(pa.array([0])))
+
+
+def check_merge_types(schema: pa.Schema, keys: Sequence[str]) -> None:
+    """Refuse column types a merge cannot handle, before anything is read or written.
+
+    Key columns must support pyarrow's hash join and sort (no structs, lists,
+    maps or string_view); every column must support ``take`` (no string_view or
+    binary_view), since a merge moves rows between files.
+
+    Raises:
+        ValueError: a key column or a column of ``schema`` has such a type; the
+            message names it.
+    """
+    bad_keys = [f"{k!r} ({schema.field(k).type})" for k in keys if not _usable_key(schema.field(k).type)]
+    if bad_keys:
+        raise ValueError(
+            f"merge key column(s) {', '.join(bad_keys)} cannot be matched: pyarrow cannot join or sort on that "
+            "type; use scalar key columns (integers, strings, dates, timestamps, decimals)"
+        )
+    bad = [f"{f.name!r} ({f.type})" for f in schema if not _movable(f.type)]
+    if bad:
+        raise ValueError(
+            f"cannot merge data with column(s) {', '.join(bad)}: pyarrow cannot move rows of that type; "
+            "store them as string/binary instead of string_view/binary_view to merge"
+        )
 
 
 def _comparable(column: pa.ChunkedArray | pa.Array) -> list[Any]:

@@ -175,7 +175,7 @@ def _make_predicate(item: Sequence[Any], schema: pa.Schema) -> Predicate:
     typ = schema.field(idx).type
     prunable = stats_supported(typ)
     if op in _NULL_OPS:
-        return Predicate(column, op, None, typ, prunable)
+        return _checked(Predicate(column, op, None, typ, prunable))
     if len(item) != 3:
         raise ValueError(f"filter {_short(tuple(item))}: operator {op!r} needs a value: (column, op, value)")
     value = item[2]
@@ -190,11 +190,33 @@ def _make_predicate(item: Sequence[Any], schema: pa.Schema) -> Predicate:
             return Predicate(column, op, frozenset(normalize_literal(v, typ, column=column) for v in values), typ)
         for v in values:
             _check_unprunable_literal(v, typ, column)
-        return Predicate(column, op, tuple(values), typ, False)
+        return _checked(Predicate(column, op, tuple(values), typ, False))
     if prunable:
         return Predicate(column, op, normalize_literal(value, typ, column=column), typ)
     _check_unprunable_literal(value, typ, column)
-    return Predicate(column, op, value, typ, False)
+    return _checked(Predicate(column, op, value, typ, False))
+
+
+def _checked(p: Predicate) -> Predicate:
+    """``p``, once pyarrow has shown it can evaluate it (on one null of the column's type).
+
+    Columns with statistics always can; for the others (lists, structs,
+    string_view, float16, ...) pyarrow may lack the kernel.
+
+    Raises:
+        TypeError: pyarrow cannot evaluate ``p`` on its column's type.
+    """
+    if p.prunable or p.arrow_type is None:
+        return p
+    probe = pa.table({p.column: pa.nulls(1, p.arrow_type)})
+    try:
+        probe.filter(to_expression([[p]]))
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid) as exc:
+        raise TypeError(
+            f"filter on column {p.column!r}: pyarrow cannot evaluate {p.op!r} on its type {p.arrow_type} "
+            f"({exc}); filter on another column, or filter the rows after reading"
+        ) from None
+    return p
 
 
 def normalize_filters(filters: Any, schema: pa.Schema) -> DNF | None:
@@ -204,7 +226,8 @@ def normalize_filters(filters: Any, schema: pa.Schema) -> DNF | None:
     terms (one conjunction); a list of lists of terms (a disjunction of
     conjunctions). A term is ``(column, op, value)``, or ``(column, op)`` for
     ``is null``/``is not null`` (whose value, if given, is ignored). Operators:
-    ``SUPPORTED_OPS`` plus ``"="``; case and spacing are ignored. Literals are
+    ``SUPPORTED_OPS`` plus ``"="``, which means ``"=="`` (as in pyarrow's own
+    ``filters``); case and spacing are ignored. Literals are
     converted with ``normalize_literal`` for columns with statistics; other
     columns keep the literal as given (they are filtered after reading, never
     pruned on).
@@ -218,8 +241,10 @@ def normalize_filters(filters: Any, schema: pa.Schema) -> DNF | None:
             or a literal with no exact value for its column (see
             ``normalize_literal``).
         TypeError: ``filters`` is not a list, ``in``/``not in`` is given a
-            non-collection, or a literal's kind cannot be compared with its
-            column.
+            non-collection, a literal's kind cannot be compared with its
+            column, or pyarrow cannot evaluate the operator on the column's
+            type (a list or struct compared with ``==``, any filter on
+            ``string_view``).
     """
     if filters is None:
         return None

@@ -3,9 +3,10 @@
 Planning is pure: the manifest and the filters decide which files can hold
 matching rows (partition values and statistics, conservative when either is
 missing). Reading then opens every selected file and checks its footer (it
-exists, has the recorded size, row count and schema) before any data page is
-read, reads only the needed columns, filters rows, and puts partition columns
-back.
+exists, has the recorded size, row count and schema, names its own path if
+the writer tagged it, and has the statistics the manifest recorded) before
+any data page is read, reads only the needed columns, filters rows, and puts
+partition columns back.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -21,8 +23,10 @@ import pyarrow.parquet as pq
 from ..errors import DatasetIncomplete, NotFound
 from ..storage.base import Store
 from ._partition import add_partition_columns
-from ._pruning import normalize_filters, plan_files, residual_filters, to_expression
-from ._stats import decode_value
+from ._pruning import filter_columns, normalize_filters, plan_files, residual_filters, to_expression
+from ._schema import file_schema_matches
+from ._stats import decode_value, file_column_stats
+from ._write import PART_PATH_KEY
 from .manifest import DatasetManifest, FileEntry, schema_hash
 
 _MAX_IO_THREADS = 16
@@ -126,6 +130,29 @@ def plan(manifest: DatasetManifest, schema: pa.Schema, filters: Any) -> ReadPlan
     return ReadPlan(manifest.dataset_key, manifest.version, tuple(selected), tuple(pruned), dnf, manifest)
 
 
+@lru_cache(maxsize=128)
+def _filterable(typ: pa.DataType) -> bool:
+    try:
+        pa.table({"c": pa.nulls(1, typ)}).filter(pa.array([True]))
+    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+        return False
+    return True
+
+
+def _check_row_filterable(dataset_key: str, schema: pa.Schema, columns: Sequence[str]) -> None:
+    """Refuse a filtered read that would have to filter rows of a column pyarrow cannot filter.
+
+    Raises:
+        TypeError: such a column is read; the message names it.
+    """
+    bad = [f"{c!r} ({schema.field(c).type})" for c in dict.fromkeys(columns) if not _filterable(schema.field(c).type)]
+    if bad:
+        raise TypeError(
+            f"dataset {dataset_key!r}: a filtered read cannot filter rows of column(s) {', '.join(bad)}: "
+            "pyarrow has no filter kernel for their type; leave them out of columns=, or read without filters"
+        )
+
+
 def _expected_file_schema(schema: pa.Schema, manifest: DatasetManifest, entry: FileEntry) -> pa.Schema:
     skip = set(manifest.partition_by) | set(entry.missing_columns)
     return pa.schema([f for f in schema if f.name not in skip], metadata=schema.metadata)
@@ -173,11 +200,12 @@ def _open_verified(
         actual = parquet.schema_arrow
         if schema is not None and manifest.arrow_schema is not None:
             expected = _expected_file_schema(schema, manifest, entry)
-            if not actual.equals(expected, check_metadata=False):
+            if not file_schema_matches(actual, expected):
                 raise DatasetIncomplete(
                     f"dataset {dataset_key!r}: part {entry.path!r} has schema {actual} "
                     f"but the manifest records {expected}"
                 )
+            _check_identity(dataset_key, entry, parquet.metadata, expected)
         elif schema_hash(actual) != manifest.schema_hash:
             raise DatasetIncomplete(
                 f"dataset {dataset_key!r}: part {entry.path!r} has a schema whose hash "
@@ -187,6 +215,38 @@ def _open_verified(
         source.close()
         raise
     return source, parquet
+
+
+def _check_identity(dataset_key: str, entry: FileEntry, metadata: pq.FileMetaData, schema: pa.Schema) -> None:
+    """Check that the file at ``entry.path`` is the part the manifest means, from its footer alone.
+
+    A part our writer tagged names its own path; any part's statistics must
+    equal those the manifest recorded (compared where both know them, so files
+    from other writers, which carry no tag, are checked as far as possible).
+
+    Raises:
+        DatasetIncomplete: the file is another part (moved, swapped or replaced).
+    """
+    tag = (metadata.metadata or {}).get(PART_PATH_KEY.encode("utf-8"))
+    if tag is not None and tag.decode("utf-8", "replace") != entry.path:
+        raise DatasetIncomplete(
+            f"dataset {dataset_key!r}: the file at {entry.path!r} was written as part "
+            f"{tag.decode('utf-8', 'replace')!r}: parts were moved or swapped on storage"
+        )
+    if not entry.stats:
+        return
+    recorded = {c: s for c, s in entry.stats.items() if schema.get_field_index(c) >= 0}
+    if not recorded:
+        return
+    found = file_column_stats(metadata, pa.schema([schema.field(c) for c in recorded]))
+    for column, stats in recorded.items():
+        have = found.get(column, {})
+        differs = [k for k in ("min", "max", "null_count") if k in stats and k in have and stats[k] != have[k]]
+        if differs:
+            raise DatasetIncomplete(
+                f"dataset {dataset_key!r}: part {entry.path!r} has other statistics for column {column!r} "
+                f"({', '.join(differs)}) than the manifest records: it is not the part that was committed"
+            )
 
 
 def _open_all(
@@ -282,6 +342,8 @@ def read_parts(
     projection = check_columns(columns, schema, dataset_key)
     read_plan = plan(manifest, schema, filters)
     output = projection if projection is not None else schema.names
+    if read_plan.filters is not None:
+        _check_row_filterable(dataset_key, schema, [*output, *filter_columns(read_plan.filters)])
     # Reading every column of a few small files: one request per file beats a
     # footer read plus ranged reads (a round trip each on S3), for the same bytes.
     sizes = [e.size_bytes for e in read_plan.selected]
@@ -300,5 +362,9 @@ def read_parts(
     result_schema = pa.schema([schema.field(c) for c in output], metadata=schema.metadata)
     if not tables:
         return result_schema.empty_table()
+    if not output:  # concat_tables of tables without columns loses their rows
+        rows = sum(t.num_rows for t in tables)
+        return pa.table([pa.nulls(rows)], schema=pa.schema([("_", pa.null())], metadata=schema.metadata)).select([])
     tables = [t if t.schema.equals(result_schema) else t.cast(result_schema) for t in tables]
-    return pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    result = pa.concat_tables(tables) if len(tables) > 1 else tables[0]
+    return result.replace_schema_metadata(result_schema.metadata)

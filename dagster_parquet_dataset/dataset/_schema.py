@@ -1,28 +1,205 @@
-"""Schema rules for appends and merges: what may differ, and the errors that say how."""
+"""Schema rules: what a manifest records, and how appended or merged data is made to fit it.
+
+A manifest records each file column with the type Parquet reads it back as
+(``timestamp[s]`` is stored as ``timestamp[ms]``, ``date64`` as ``date32``,
+``time32[s]`` as ``time32[ms]``, list items are called ``element``), so every
+committed part matches the manifest. Partition columns live in folder names,
+not in files, and keep the type they were given.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from functools import lru_cache
+
 import pyarrow as pa
+import pyarrow.parquet as pq
+import pyarrow.types as pat
 
 
-def evolve_schema(dataset: pa.Schema, incoming: pa.Schema, *, allow_new_columns: bool, key: str) -> pa.Schema:
-    """The dataset schema after appending data of schema ``incoming``.
-
-    Column order may differ; types must match exactly. New columns are added
-    at the end only with ``allow_new_columns`` and only if nullable.
+def check_column_names(schema: pa.Schema, *, key: str) -> None:
+    """Refuse a schema that names a column more than once.
 
     Raises:
-        ValueError: columns are missing, have other types, or are new without
-            the opt-in; the message names every differing column.
+        ValueError: a column name repeats; the message names it.
     """
+    names = schema.names
+    if len(set(names)) != len(names):
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        raise ValueError(
+            f"dataset {key!r}: the data names the column(s) {repeated} more than once; "
+            "rename them so that every column name is unique"
+        )
+
+
+@lru_cache(maxsize=256)
+def _round_trip(schema: pa.Schema) -> pa.Schema:
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink)
+    return pq.read_schema(pa.BufferReader(sink.getvalue())).remove_metadata()
+
+
+def _view_in_struct_in_list(typ: pa.DataType, in_list: bool = False, in_struct: bool = False) -> bool:
+    """Whether a string_view/binary_view sits inside a struct inside a list, which pyarrow's
+    Parquet writer fails on once such a struct is null ("Slicing not implemented")."""
+    if pat.is_string_view(typ) or pat.is_binary_view(typ):
+        return in_list and in_struct
+    if pat.is_struct(typ):
+        return any(_view_in_struct_in_list(f.type, in_list, in_list) for f in typ)
+    nested_list = pat.is_list(typ) or pat.is_large_list(typ) or pat.is_fixed_size_list(typ) or pat.is_map(typ)
+    nested_list = nested_list or pat.is_list_view(typ) or pat.is_large_list_view(typ)
+    return any(
+        _view_in_struct_in_list(typ.field(i).type, in_list or nested_list, in_struct) for i in range(typ.num_fields)
+    )
+
+
+def stored_schema(schema: pa.Schema, *, key: str = "") -> pa.Schema:
+    """``schema`` as a Parquet file written with it reads back (pyarrow's own writer and reader).
+
+    Schema-level metadata is kept as given.
+
+    Raises:
+        TypeError: a column's type cannot be stored in Parquet (or pyarrow's
+            writer cannot write it); the message names the column(s).
+    """
+    bare = schema.remove_metadata()
+    views = [f"{f.name!r} ({f.type})" for f in bare if _view_in_struct_in_list(f.type)]
+    if views:
+        raise TypeError(
+            f"dataset {key!r}: pyarrow's Parquet writer cannot write string_view/binary_view inside a struct "
+            f"inside a list, as column(s) {', '.join(views)} have; cast those fields to string/binary first"
+        )
+    try:
+        stored = _round_trip(bare)
+    except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        bad = []
+        for field in bare:
+            try:
+                _round_trip(pa.schema([field]))
+            except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError):
+                bad.append(f"{field.name!r} ({field.type})")
+        raise TypeError(
+            f"dataset {key!r}: Parquet cannot store column(s) {', '.join(bad) or '?'} ({exc}); "
+            "cast them to a type Parquet can hold first"
+        ) from None
+    return stored.with_metadata(schema.metadata) if schema.metadata else stored
+
+
+def recorded_schema(schema: pa.Schema, partition_by: Sequence[str] = (), *, key: str) -> pa.Schema:
+    """The schema a manifest records for data of ``schema``: file columns as Parquet
+    reads them back, partition columns as given.
+
+    Raises:
+        ValueError: a column name repeats.
+        TypeError: a column's type cannot be stored in Parquet.
+    """
+    check_column_names(schema, key=key)
+    files = stored_schema(pa.schema([f for f in schema if f.name not in partition_by]), key=key)
+    fields = [f if f.name in partition_by else files.field(f.name) for f in schema]
+    return pa.schema(fields, metadata=schema.metadata)
+
+
+def file_schema_matches(actual: pa.Schema, expected: pa.Schema) -> bool:
+    """Whether a part whose footer says ``actual`` reads correctly as ``expected``.
+
+    Equal schemas match. So do, for parts committed before manifests recorded
+    the stored types, the same columns in another order, each of the expected
+    type or of the type Parquet stores it as, and non-nullable where the
+    manifest allows nulls (a read casts them to the manifest's schema).
+    """
+    if actual.equals(expected, check_metadata=False):
+        return True
+    if sorted(actual.names) != sorted(expected.names) or len(set(actual.names)) != len(actual.names):
+        return False
+    try:
+        stored = stored_schema(expected)
+    except TypeError:
+        return False
+    for field in expected:
+        have = actual.field(field.name)
+        if not (have.type.equals(field.type) or have.type.equals(stored.field(field.name).type)):
+            return False
+        if have.nullable and not field.nullable:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------ appends and merges
+
+
+def _family(typ: pa.DataType) -> str | None:
+    if pat.is_integer(typ):
+        return "integer"
+    if pat.is_floating(typ):
+        return "float"
+    if pat.is_decimal(typ):
+        return "decimal"
+    if pat.is_date(typ):
+        return "date"
+    if pat.is_time(typ):
+        return "time"
+    if pat.is_string(typ) or pat.is_large_string(typ) or pat.is_string_view(typ):
+        return "string"
+    if pat.is_binary(typ) or pat.is_large_binary(typ) or pat.is_binary_view(typ):
+        return "binary"
+    return None
+
+
+def _compatible(src: pa.DataType, dst: pa.DataType, stored_src: pa.DataType | None) -> bool:
+    """Whether values of ``src`` may be written into a column of ``dst`` (by a checked cast)."""
+    if src.equals(dst) or (stored_src is not None and stored_src.equals(dst)) or pat.is_null(src):
+        return True
+    if pat.is_dictionary(src):
+        return _compatible(src.value_type, dst, None)
+    if pat.is_timestamp(src) and pat.is_timestamp(dst):
+        return src.tz == dst.tz
+    if pat.is_floating(src) and pat.is_floating(dst):
+        return src.bit_width <= dst.bit_width
+    family = _family(src)
+    return family is not None and family == _family(dst)
+
+
+def evolve_schema(
+    dataset: pa.Schema,
+    incoming: pa.Schema,
+    *,
+    allow_new_columns: bool,
+    key: str,
+    partition_by: Sequence[str] = (),
+) -> pa.Schema:
+    """The dataset schema after appending data of schema ``incoming``.
+
+    Column order may differ. A column's type may differ if its values convert
+    to the dataset's type without loss of meaning (another integer width, a
+    timestamp unit, ``large_string`` for ``string``, ...; the values
+    themselves are checked when they are converted). New columns are added at
+    the end, with their stored types, only with ``allow_new_columns`` and only
+    if nullable.
+
+    Raises:
+        ValueError: columns repeat, are missing, have incompatible types, or are
+            new without the opt-in; the message names every differing column.
+        TypeError: a new column's type cannot be stored in Parquet.
+    """
+    check_column_names(incoming, key=key)
     problems: list[str] = []
     missing = [f.name for f in dataset if incoming.get_field_index(f.name) < 0]
     if missing:
         problems.append(f"missing columns {missing}")
+    try:
+        stored_in = stored_schema(pa.schema([f for f in incoming if f.name not in partition_by]), key=key)
+    except TypeError:
+        stored_in = None
     for field in incoming:
         idx = dataset.get_field_index(field.name)
-        if idx >= 0 and not dataset.field(idx).type.equals(field.type):
-            problems.append(f"column {field.name!r} is {field.type} but the dataset has {dataset.field(idx).type}")
+        if idx < 0:
+            continue
+        want = dataset.field(idx).type
+        stored = None
+        if stored_in is not None and field.name not in partition_by:
+            stored = stored_in.field(field.name).type
+        if not _compatible(field.type, want, stored):
+            problems.append(f"column {field.name!r} is {field.type} but the dataset has {want}")
     new = [f for f in incoming if dataset.get_field_index(f.name) < 0]
     if new and not allow_new_columns:
         problems.append(f"new columns {[f.name for f in new]} (pass allow_new_columns=True to add them)")
@@ -31,30 +208,96 @@ def evolve_schema(dataset: pa.Schema, incoming: pa.Schema, *, allow_new_columns:
         problems.append(f"new columns {not_nullable} are not nullable; older files cannot hold them")
     if problems:
         raise ValueError(f"dataset {key!r}: the data's schema differs: " + "; ".join(problems))
-    return pa.schema(list(dataset) + new, metadata=dataset.metadata)
+    added = list(recorded_schema(pa.schema(new), key=key)) if new else []
+    return pa.schema(list(dataset) + added, metadata=dataset.metadata)
+
+
+def _conform_column(
+    column: pa.Array | pa.ChunkedArray, field: pa.Field, target: pa.Field, exact: bool, key: str
+) -> tuple[pa.Array | pa.ChunkedArray, pa.Field]:
+    if not target.nullable and column.null_count:
+        raise ValueError(
+            f"dataset {key!r}: column {target.name!r} has {column.null_count} null value(s) but the dataset's "
+            "column is not nullable; fill or drop them first"
+        )
+    if not column.type.equals(target.type):
+        try:
+            column = column.cast(target.type, safe=True)
+        except pa.ArrowNotImplementedError:
+            if exact or not stored_schema(pa.schema([field])).field(0).type.equals(target.type):
+                raise ValueError(
+                    f"dataset {key!r}: column {target.name!r} ({field.type}) cannot be converted to the "
+                    f"dataset's {target.type}; cast it first"
+                ) from None
+            # Parquet stores it as the dataset's type: the writer converts it.
+            return column, pa.field(target.name, column.type, target.nullable, target.metadata)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError) as exc:
+            raise ValueError(
+                f"dataset {key!r}: column {target.name!r} ({field.type}) does not convert to the "
+                f"dataset's {target.type} without loss: {exc}"
+            ) from None
+    return column, target
+
+
+def _conform_batch(
+    batch: pa.Table | pa.RecordBatch, schema: pa.Schema, exact: bool, key: str
+) -> pa.Table | pa.RecordBatch:
+    columns, fields = [], []
+    for target in schema:
+        idx = batch.schema.get_field_index(target.name)
+        column, field = _conform_column(batch.column(idx), batch.schema.field(idx), target, exact, key)
+        columns.append(column)
+        fields.append(field)
+    out_schema = pa.schema(fields, metadata=schema.metadata)
+    if isinstance(batch, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays(columns, schema=out_schema)
+    return pa.Table.from_arrays(columns, schema=out_schema)
+
+
+def _check_columns(names: Sequence[str], schema: pa.Schema, key: str) -> None:
+    missing = [n for n in schema.names if n not in names]
+    extra = [n for n in names if schema.get_field_index(n) < 0]
+    if missing or extra:
+        raise ValueError(f"dataset {key!r}: the source's columns differ: missing {missing}, unknown {extra}")
 
 
 def conform_table(table: pa.Table, schema: pa.Schema, *, key: str) -> pa.Table:
-    """``table`` with ``schema``'s column order and types (safe casts only).
+    """``table`` with ``schema``'s column order, types and nullability (checked casts only).
 
     Raises:
-        ValueError: a column is missing or extra, or a type cannot be cast safely.
+        ValueError: a column repeats, is missing or extra, holds nulls where
+            ``schema`` does not allow them, or cannot be cast without loss; the
+            message names the column.
     """
-    missing = [n for n in schema.names if n not in table.column_names]
-    extra = [n for n in table.column_names if schema.get_field_index(n) < 0]
-    if missing or extra:
-        raise ValueError(f"dataset {key!r}: the source's columns differ: missing {missing}, unknown {extra}")
-    table = table.select(schema.names)
-    if table.schema.equals(schema, check_metadata=False):
+    check_column_names(table.schema, key=key)
+    _check_columns(table.column_names, schema, key)
+    if table.schema.equals(schema) and table.schema.names == schema.names:
         return table
-    try:
-        return table.cast(pa.schema(list(schema), metadata=table.schema.metadata))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        diffs = [
-            f"{f.name!r} is {table.schema.field(f.name).type}, dataset has {f.type}"
-            for f in schema
-            if not table.schema.field(f.name).type.equals(f.type)
-        ]
-        raise ValueError(
-            f"dataset {key!r}: the source cannot be cast to the dataset's types: {diffs} ({exc})"
-        ) from None
+    return _conform_batch(table, schema, True, key)  # type: ignore[return-value]
+
+
+def conform_data(
+    data: pa.Table | pa.RecordBatchReader, schema: pa.Schema, *, key: str
+) -> pa.Table | pa.RecordBatchReader:
+    """``data`` (a table, or a stream converted batch by batch) fitted to ``schema``
+    so that its Parquet parts read back exactly as ``schema``.
+
+    Columns are put in ``schema``'s order and cast to its types and nullability;
+    a type pyarrow cannot cast but Parquet stores as ``schema``'s is left for the
+    writer to convert.
+
+    Raises:
+        ValueError: as :func:`conform_table`; for a stream, when the offending
+            batch is reached (nothing is committed then).
+    """
+    check_column_names(data.schema, key=key)
+    _check_columns(data.schema.names, schema, key)
+    if isinstance(data, pa.Table):
+        return _conform_batch(data, schema, False, key)  # type: ignore[return-value]
+    first = _conform_batch(data.schema.empty_table(), schema, False, key).schema
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        for batch in data:
+            yield _conform_batch(batch, schema, False, key)  # type: ignore[misc]
+
+    return pa.RecordBatchReader.from_batches(first, batches())

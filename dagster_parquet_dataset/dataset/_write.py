@@ -13,8 +13,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..storage.base import Store
+from ._schema import stored_schema
 from ._stats import file_column_stats
 from .manifest import FileEntry
+
+#: Footer key-value metadata key holding a part's own path relative to the
+#: dataset key, so a read can tell a part that was moved or swapped on storage.
+PART_PATH_KEY = "dagster_parquet_dataset.part_path"
 
 #: Rows buffered per row group when a stream of small batches is written and
 #: no ``row_group_size`` is set; pyarrow's own default for tables.
@@ -67,16 +72,22 @@ def encode_part(
     tables: Iterable[pa.Table],
     options: PartOptions,
     partition_values: dict[str, Any] | None = None,
+    *,
+    tag: bool = False,
 ) -> FileEntry:
     """Stream ``tables`` into one Parquet object at ``path``; atomic on success.
 
     Row count, byte size and per-column statistics come from the writer
-    itself, not from a second pass over the data.
+    itself, not from a second pass over the data; statistics are in the types
+    the file reads back as. With ``tag``, the footer records ``relative``
+    under :data:`PART_PATH_KEY` (only for parts that are never renamed).
     """
     with store.open_output(path) as sink:
         writer = pq.ParquetWriter(sink, schema, compression=options.compression)
         for table in tables:
             writer.write_table(table, row_group_size=options.row_group_size)
+        if tag:
+            writer.add_key_value_metadata({PART_PATH_KEY: relative})
         writer.close()
         size = sink.tell()
     metadata = writer.writer.metadata
@@ -85,7 +96,7 @@ def encode_part(
         row_count=metadata.num_rows,
         size_bytes=size,
         partition_values=partition_values,
-        stats=file_column_stats(metadata, schema) or None,
+        stats=file_column_stats(metadata, stored_schema(schema)) or None,
     )
 
 
@@ -131,6 +142,7 @@ def encode_parts(
                         [job.table],
                         options,
                         job.partition_values,
+                        tag=True,
                     )
                 )
             while in_flight:
@@ -153,6 +165,6 @@ def stream_single(
     """Write all of ``data`` as one Parquet object, streaming a reader batch by batch."""
     attempted.append(path)
     if isinstance(data, pa.Table):
-        return encode_part(store, path, relative, data.schema, [data], options)
+        return encode_part(store, path, relative, data.schema, [data], options, tag=True)
     group = options.row_group_size or DEFAULT_ROW_GROUP
-    return encode_part(store, path, relative, data.schema, chunk_batches(data, data.schema, group), options)
+    return encode_part(store, path, relative, data.schema, chunk_batches(data, data.schema, group), options, tag=True)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -190,8 +191,8 @@ class DatasetManifest:
 
         Raises:
             ManifestCorrupted: not JSON, a Spec field is missing or of the wrong
-                type, a part path is unsafe, or the extensions contradict the
-                Spec fields. ``reason`` names the failure.
+                type, a part path is unsafe or listed twice, or the extensions
+                contradict the Spec fields. ``reason`` names the failure.
         """
         try:
             raw = json.loads(text)
@@ -222,6 +223,12 @@ class DatasetManifest:
                 validate_key(part, what="part path")
             except ValueError as exc:
                 raise ManifestCorrupted(f"manifest lists an unsafe part: {exc}", reason="unsafe part") from None
+        if len(set(parts)) != len(parts):
+            repeated = sorted(p for p, n in Counter(parts).items() if n > 1)
+            raise ManifestCorrupted(
+                f"manifest lists the part(s) {repeated} more than once; their rows would be read twice",
+                reason="duplicate part",
+            )
         if raw["row_count"] < 0:
             raise ManifestCorrupted("manifest row_count is negative", reason="bad row_count")
         run_id = raw.get("run_id")

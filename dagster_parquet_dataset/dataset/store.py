@@ -54,11 +54,11 @@ from ._layout import (
     version_of,
     version_path,
 )
-from ._merge import KeyIndex, MergeResult, check_merge_args, match_keys
+from ._merge import KeyIndex, MergeResult, check_merge_args, check_merge_types, match_keys
 from ._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
 from ._pruning import partition_stats
 from ._read import PartsVanished, ReadPlan, file_constants, parallel_map, plan, read_parts
-from ._schema import conform_table, evolve_schema
+from ._schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
 from ._stats import decode_stats
 from ._write import (
     DEFAULT_ROW_GROUP,
@@ -223,8 +223,10 @@ class ParquetDatasetStore:
         """
         key = self._key(key)
         self._check_input(table, "write_dataset")
+        check_column_names(table.schema, key=key)
         partition = check_partition_by(partition_by, table.schema)
         check_write_fits(self.store, key, table, partition)
+        schema = recorded_schema(table.schema, partition, key=key)
         pending = self.begin_write(key, overwrite=overwrite, run_id=run_id, metadata=metadata)
         attempted: list[str] = []
         try:
@@ -233,7 +235,7 @@ class ParquetDatasetStore:
             self._committer.abandon(pending, attempted)
             raise
         operation = "overwrite" if pending.token is not None else "write"
-        base = self._manifest(key, entries, table.schema, pending.run_id, pending.metadata, partition, operation)
+        base = self._manifest(key, entries, schema, pending.run_id, pending.metadata, partition, operation)
         return self._committer.commit(pending, lambda _current: base, attempted, exclusive=not overwrite)
 
     def begin_write(
@@ -298,6 +300,7 @@ class ParquetDatasetStore:
             raise TypeError(f"pending must come from begin_write, got {type(pending).__name__}")
         if not isinstance(schema, pa.Schema):
             raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+        schema = recorded_schema(schema, key=pending.key)
         entries = list(entries)
         for entry in entries:
             if not isinstance(entry, FileEntry):
@@ -419,6 +422,7 @@ class ParquetDatasetStore:
         """
         key = self._key(key)
         self._check_input(table, "append_dataset")
+        check_column_names(table.schema, key=key)
         metadata = _check_metadata(metadata)
         if run_id is not None and not isinstance(run_id, str):
             raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
@@ -435,8 +439,9 @@ class ParquetDatasetStore:
                     f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}; "
                     "an append keeps the dataset's partitioning"
                 )
-            self._append_schema(key, current, table.schema, allow_new_columns)
+            table = conform_data(table, self._append_schema(key, current, table.schema, allow_new_columns), key=key)
         check_write_fits(self.store, key, table, partition)
+        incoming = recorded_schema(table.schema, partition, key=key)
         txn = uuid.uuid4().hex[:16]
         pending = PendingWrite(key, txn, False, False, run_id, metadata, current, token)
         attempted: list[str] = []
@@ -445,7 +450,6 @@ class ParquetDatasetStore:
         except BaseException:
             self._committer.delete_quietly(attempted)
             raise
-        incoming = table.schema
 
         def build(latest: DatasetManifest | None) -> DatasetManifest:
             if latest is None:
@@ -467,7 +471,9 @@ class ParquetDatasetStore:
         schema = current.schema
         if schema is None:
             raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to append")
-        return evolve_schema(schema, incoming, allow_new_columns=allow_new_columns, key=key)
+        return evolve_schema(
+            schema, incoming, allow_new_columns=allow_new_columns, key=key, partition_by=current.partition_by
+        )
 
     # -------------------------------------------------------------------- merge
 
@@ -556,6 +562,7 @@ class ParquetDatasetStore:
             raise ValueError(f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}")
         source = conform_table(source, schema, key=key)
         check_write_fits(self.store, key, source, partition)
+        check_merge_types(source.schema, keys)
         index = KeyIndex(source, keys)
         source_partitions = _encoded_partitions(source, partition) if partition else set()
 
@@ -811,9 +818,10 @@ class ParquetDatasetStore:
         """Read the committed dataset ``key`` as one table (PDS-003, PDS-006).
 
         ``filters`` (DNF: a list of ``(column, op, value)`` tuples, or a list of
-        such lists) prune files by partition values and statistics from the
-        manifest alone, then filter rows. Every selected part's footer is
-        checked (exists, size, row count, schema) before any data is read. If
+        such lists; ``"="`` means ``"=="``, as in pyarrow) prune files by partition
+        values and statistics from the manifest alone, then filter rows. Every
+        selected part's footer is checked (exists, size, row count, schema,
+        statistics, the path it was written under) before any data is read. If
         parts vanish because a commit replaced them meanwhile, the read starts
         again on the new manifest. ``version`` reads a retained past version.
 
@@ -823,9 +831,10 @@ class ParquetDatasetStore:
             DatasetIncomplete: ``_SUCCESS`` or a part is missing, or a part is
                 truncated or disagrees with the manifest.
             NotFound: ``version`` is not retained.
-            ManifestCorrupted: the manifest cannot be parsed.
-            ValueError / TypeError: an unknown column (named in the message) or
-                malformed filters.
+            ManifestCorrupted: the manifest cannot be parsed or lists a part twice.
+            ValueError / TypeError: an unknown column (named in the message),
+                malformed filters, or a filter pyarrow cannot evaluate on the
+                column types involved.
         """
         key = self._key(key)
         manifest = self._committed_manifest(key, version)

@@ -3,6 +3,7 @@
 Importing this package imports ``dagster``; the core package does not.
 """
 
+from ._ownership import DatasetKeyCollision
 from .handlers import (
     OPTIONAL_HANDLERS,
     ArrowConvertingHandler,
@@ -25,6 +26,7 @@ __all__ = [
     "OPTIONAL_HANDLERS",
     "ArrowConvertingHandler",
     "ArrowTableHandler",
+    "DatasetKeyCollision",
     "HandlerRegistry",
     "InMemoryStoreResource",
     "LocalStoreResource",

@@ -32,8 +32,16 @@ from dagster._core.errors import DagsterInvariantViolationError
 from pydantic import Field, PrivateAttr
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
-from ..errors import DatasetIncomplete, DatasetNotFound, NotFound, RemoteStoreError, VersionNotRetained
+from ..errors import (
+    DatasetIncomplete,
+    DatasetNotFound,
+    ManifestCorrupted,
+    NotFound,
+    RemoteStoreError,
+    VersionNotRetained,
+)
 from . import _context as _ctx
+from . import _ownership as _own
 from . import keys as keys_mod
 from .handlers import (
     ASSET_KEY_KEY,
@@ -138,7 +146,13 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     ``a/b``; partition ``p`` -> ``a/b/p``; a multi-dimension partition ->
     ``a/b/<v1>/<v2>`` (values ordered by sorted dimension name); an op output
     -> ``<run_id>/<step_key>/<output_name>``; ``prefix`` goes in front. Every
-    value is escaped so it stays inside its folder.
+    value is escaped so it stays inside its folder. Asset ``["a", "p"]`` and
+    partition ``p`` of asset ``a`` share the key ``a/p``: one dataset never
+    serves both, because the asset and partition key recorded in the manifest
+    are checked before every write and read (``DatasetKeyCollision``; see
+    :mod:`._ownership`). A ``None`` output writes nothing. Contexts built by
+    ``build_input_context`` / ``build_output_context`` work too, with or
+    without a name or a partitions definition.
 
     The Python type of an output picks its handler (``pyarrow.Table``,
     ``pyarrow.RecordBatchReader``, ``pandas.DataFrame``, ``polars.DataFrame``,
@@ -377,6 +391,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 data (a schema an append or merge cannot take, duplicate or null merge keys,
                 an unknown ``partition_by`` column, a partitioning that differs from the dataset's).
             DatasetNotFound: ``merge_strategy="update"`` and the dataset does not exist yet.
+            DatasetKeyCollision: the dataset key already holds another asset or partition
+                (recorded in its manifest); nothing is written.
             RemoteStoreError: the dataset layer failed (e.g. ``CommitConflict``).
         """
         self._check_executor(context)
@@ -403,6 +419,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 + f": it is a {_type_label(type(obj))}. Supported types: {self.registry.describe_supported()}."
             )
         metadata = self._manifest_metadata(context, handler)
+        _own.check_owner(self._recorded_metadata(datasets, key), _own.owner(metadata), key=key, writing=True)
         run_id = self._run_id(context)
         written = self._write(context, datasets, handler, key, obj, options, run_id=run_id, metadata=metadata)
         context.add_output_metadata(self._output_metadata(context, key, written, handler, options))
@@ -480,6 +497,16 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             sum(sizes.get(p, 0) for p in result.new_files),
             extra,
         )
+
+    @staticmethod
+    def _recorded_metadata(
+        datasets: ParquetDatasetStore, key: str, version: int | None = None
+    ) -> dict[str, str] | None:
+        """The manifest ``metadata`` of ``key`` (``None`` if absent or unreadable: the write or read reports that)."""
+        try:
+            return datasets.read_manifest(key, version=version).metadata
+        except (NotFound, ManifestCorrupted):
+            return None
 
     @staticmethod
     def _manifest_after(datasets: ParquetDatasetStore, key: str, version: int | None) -> DatasetManifest:
@@ -618,6 +645,17 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         upstream = context.upstream_output
         return self._describe_output(upstream) if upstream is not None else "upstream"
 
+    @staticmethod
+    def _expected_owner(context: InputContext, partition_key: str | None) -> dict[str, str]:
+        """What the manifest of an upstream dataset should record (see :mod:`._ownership`)."""
+        if context.has_asset_key:
+            return _own.asset_owner(context.asset_key.to_user_string(), partition_key)
+        upstream = context.upstream_output
+        if upstream is None:
+            return {}
+        found = {STEP_KEY_KEY: _ctx.step_key_of(upstream), OUTPUT_NAME_KEY: _ctx.name_of(upstream)}
+        return {k: v for k, v in found.items() if v is not None}
+
     def load_input(self, context: InputContext) -> Any:
         """Load the input from the dataset(s) of its upstream output.
 
@@ -640,6 +678,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 those that are and names ``retain_versions``).
             NotFound: the requested ``version`` is newer than the latest.
             UnsupportedTypeError: the annotation is not a supported type.
+            DatasetKeyCollision: an upstream dataset's manifest records another asset or
+                partition than the one expected (two assets map to one key).
             ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
             ValueError / TypeError: bad ``columns`` / ``filters`` / ``version`` /
                 ``allow_missing_partitions`` metadata (a filter on an unknown column names
@@ -675,6 +715,12 @@ class RemoteStoreIOManager(ConfigurableIOManager):
 
         def read_one(target: tuple[str | None, str]) -> tuple[bool, Any]:
             partition_key, key = target
+            _own.check_owner(
+                self._recorded_metadata(datasets, key, options.version),
+                self._expected_owner(context, partition_key),
+                key=key,
+                writing=False,
+            )
             try:
                 return True, handler.read(context, datasets, key, columns=columns, **read_kwargs)
             except DatasetNotFound:

@@ -33,29 +33,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from ..errors import CapabilityNotSupported, CommitConflict, NotFound, RemoteStoreError, StoreAccessError
+from ._s3_checks import CONFLICT_CODES as _CONFLICT_CODES
+from ._s3_checks import MISSING_CODES as _MISSING_CODES
+from ._s3_checks import PROBE_NAME, access_error, probe_conditional_writes
+from ._s3_checks import error_code as _error_code
 from .base import Capability, FileInfo, Store, validate_key
-
-_CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
-_MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
-_DENIED_CODES = {
-    "AccessDenied",
-    "403",
-    "Forbidden",
-    "InvalidAccessKeyId",
-    "SignatureDoesNotMatch",
-    "ExpiredToken",
-    "InvalidToken",
-    "TokenRefreshRequired",
-}
-_REGION_CODES = {"PermanentRedirect", "301", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"}
-
-_CREDENTIALS_HINT = (
-    "give credentials through the standard AWS chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, "
-    "AWS_PROFILE, an instance or task role) or the aws_access_key_id / aws_secret_access_key settings"
-)
-
-#: Name of the object written (and deleted) under the store prefix to check conditional writes.
-_PROBE_NAME = "_conditional_write_probe"
 
 #: (endpoint, bucket) pairs whose conditional writes were checked in this process:
 #: ``None`` when enforced, else why commits there are unsafe.
@@ -70,11 +52,6 @@ def _is_transport_error(exc: Exception) -> bool:
     except ImportError:  # pragma: no cover - depends on install
         return False
     return isinstance(exc, (HTTPClientError, OSError))
-
-
-def _error_code(exc: Exception) -> str:
-    response = getattr(exc, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
 
 
 class S3Store(Store):
@@ -203,41 +180,7 @@ class S3Store(Store):
     def _access_error(
         self, exc: BaseException, action: str, *, bucket_request: bool = False
     ) -> StoreAccessError | None:
-        """The :class:`StoreAccessError` that ``exc`` amounts to, or ``None`` if it is something else.
-
-        ``bucket_request`` says ``exc`` answers a request on the bucket itself
-        (HeadBucket), where a bare 404 means the bucket is missing.
-        """
-        try:
-            from botocore import exceptions as boto_exc
-        except ImportError:  # pragma: no cover - depends on install
-            return None
-        where = self._where()
-        if isinstance(exc, (boto_exc.NoCredentialsError, boto_exc.PartialCredentialsError)):
-            return StoreAccessError(f"{action} failed for {where}: no AWS credentials were found; {_CREDENTIALS_HINT}")
-        if isinstance(exc, (boto_exc.EndpointConnectionError, boto_exc.ConnectTimeoutError)):
-            return StoreAccessError(
-                f"{action} failed for {where}: cannot connect to the endpoint ({exc}); check endpoint_url "
-                "(scheme, host, port) and that the server is running and reachable"
-            )
-        code = _error_code(exc)
-        if code == "NoSuchBucket" or (bucket_request and code in _MISSING_CODES):
-            return StoreAccessError(
-                f"{action} failed for {where}: the bucket does not exist; check the bucket name, and that "
-                "endpoint_url and region point at the server that holds it (create the bucket first if it is new)"
-            )
-        if code in _DENIED_CODES:
-            return StoreAccessError(
-                f"{action} failed for {where}: access denied ({code}); check that the credentials are valid and "
-                "not expired, and that they may list, read, write and delete objects under the prefix; "
-                + _CREDENTIALS_HINT
-            )
-        if code in _REGION_CODES:
-            return StoreAccessError(
-                f"{action} failed for {where}: the bucket is in another region ({code}); set region to the "
-                "bucket's region"
-            )
-        return None
+        return access_error(exc, f"{action} failed for {self._where()}", bucket_request=bucket_request)
 
     def _raise_access(self, exc: BaseException, action: str) -> None:
         """Raise the :class:`StoreAccessError` ``exc`` amounts to (chained to it); return if it is none."""
@@ -307,35 +250,12 @@ class S3Store(Store):
 
     def _probe_conditional_writes(self) -> str | None:
         """Run the probe; ``None`` when the conditions are enforced, else what went wrong."""
-        key = self._key(f"{_PROBE_NAME}-{uuid.uuid4().hex}")
-        client = self._client
-        action = "checking conditional writes"
+        key = self._key(f"{PROBE_NAME}-{uuid.uuid4().hex}")
         try:
-            client.put_object(Bucket=self.bucket, Key=key, Body=b"probe", IfNoneMatch="*")
+            return probe_conditional_writes(self._client, self.bucket, key)
         except Exception as exc:
-            self._raise_access(exc, action)
-            if _error_code(exc) in ("NotImplemented", "501", "InvalidArgument", "InvalidRequest", "400"):
-                return f"it rejected a PutObject with If-None-Match: * ({_error_code(exc)})"
+            self._raise_access(exc, "checking conditional writes")
             raise
-        try:
-            for condition, label in (
-                ({"IfNoneMatch": "*"}, "a PutObject with If-None-Match: * over an existing object"),
-                ({"IfMatch": '"00000000000000000000000000000000"'}, "a PutObject with a wrong If-Match ETag"),
-            ):
-                try:
-                    client.put_object(Bucket=self.bucket, Key=key, Body=b"probe", **condition)
-                except Exception as exc:
-                    if _error_code(exc) in _CONFLICT_CODES:
-                        continue
-                    self._raise_access(exc, action)
-                    raise
-                return f"{label} succeeded instead of failing with 412 Precondition Failed"
-            return None
-        finally:
-            try:
-                client.delete_object(Bucket=self.bucket, Key=key)
-            except Exception:  # noqa: BLE001 - a leftover probe object is harmless
-                pass
 
     def _key(self, path: str) -> str:
         validate_key(path, what="path")

@@ -1,0 +1,120 @@
+"""What S3 errors mean for the user, and the check that a server enforces conditional writes.
+
+Private helpers of :mod:`.s3`; they take a boto3 client or exception and know
+nothing about stores or datasets.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import StoreAccessError
+
+#: Error codes of a conditional write that lost (the condition was enforced).
+CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
+MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+_DENIED_CODES = {
+    "AccessDenied",
+    "403",
+    "Forbidden",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+    "InvalidToken",
+    "TokenRefreshRequired",
+}
+_REGION_CODES = {"PermanentRedirect", "301", "AuthorizationHeaderMalformed", "IllegalLocationConstraintException"}
+_UNSUPPORTED_CODES = {"NotImplemented", "501", "InvalidArgument", "InvalidRequest", "400"}
+
+_CREDENTIALS_HINT = (
+    "give credentials through the standard AWS chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, "
+    "AWS_PROFILE, an instance or task role) or the aws_access_key_id / aws_secret_access_key settings"
+)
+
+#: Name (before a unique suffix) of the object the conditional-write check writes and deletes.
+PROBE_NAME = "_conditional_write_probe"
+
+#: An ETag no object has: a PutObject with ``If-Match`` on it must fail.
+_WRONG_ETAG = '"00000000000000000000000000000000"'
+
+
+def error_code(exc: BaseException) -> str:
+    """The S3 error code of a botocore ``ClientError`` (``""`` for anything else)."""
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def access_error(exc: BaseException, failed: str, *, bucket_request: bool = False) -> StoreAccessError | None:
+    """The :class:`StoreAccessError` ``exc`` amounts to, or ``None`` if it is something else.
+
+    Args:
+        failed: what failed and where, e.g. ``"reading 'x' failed for bucket 'b', ..."``;
+            the message goes on with the cause and what to check.
+        bucket_request: ``exc`` answers a request on the bucket itself (HeadBucket),
+            where a bare 404 means the bucket is missing.
+    """
+    try:
+        from botocore import exceptions as boto_exc
+    except ImportError:  # pragma: no cover - depends on install
+        return None
+    if isinstance(exc, (boto_exc.NoCredentialsError, boto_exc.PartialCredentialsError)):
+        return StoreAccessError(f"{failed}: no AWS credentials were found; {_CREDENTIALS_HINT}")
+    if isinstance(exc, (boto_exc.EndpointConnectionError, boto_exc.ConnectTimeoutError)):
+        return StoreAccessError(
+            f"{failed}: cannot connect to the endpoint ({exc}); check endpoint_url (scheme, host, port) "
+            "and that the server is running and reachable"
+        )
+    code = error_code(exc)
+    if code == "NoSuchBucket" or (bucket_request and code in MISSING_CODES):
+        return StoreAccessError(
+            f"{failed}: the bucket does not exist; check the bucket name, and that endpoint_url and region "
+            "point at the server that holds it (create the bucket first if it is new)"
+        )
+    if code in _DENIED_CODES:
+        return StoreAccessError(
+            f"{failed}: access denied ({code}); check that the credentials are valid and not expired, and "
+            f"that they may list, read, write and delete objects under the prefix; {_CREDENTIALS_HINT}"
+        )
+    if code in _REGION_CODES:
+        return StoreAccessError(
+            f"{failed}: the bucket is in another region ({code}); set region to the bucket's region"
+        )
+    return None
+
+
+def probe_conditional_writes(client: Any, bucket: str, key: str) -> str | None:
+    """Check with a probe object at ``key`` that the server enforces ``If-None-Match`` / ``If-Match``.
+
+    Puts the probe with ``If-None-Match: *``, puts it again with
+    ``If-None-Match: *`` and then with a wrong ``If-Match``, expecting both to
+    fail with 412, and deletes it. Returns ``None`` when the conditions are
+    enforced, else what the server did instead.
+
+    Raises:
+        Exception: what the client raised for anything other than a refused
+            condition (credentials, bucket, endpoint); the caller translates it.
+    """
+    try:
+        client.put_object(Bucket=bucket, Key=key, Body=b"probe", IfNoneMatch="*")
+    except Exception as exc:
+        if error_code(exc) in _UNSUPPORTED_CODES:
+            return f"it rejected a PutObject with If-None-Match: * ({error_code(exc)})"
+        raise
+    try:
+        for condition, label in (
+            ({"IfNoneMatch": "*"}, "a PutObject with If-None-Match: * over an existing object"),
+            ({"IfMatch": _WRONG_ETAG}, "a PutObject with a wrong If-Match ETag"),
+        ):
+            try:
+                client.put_object(Bucket=bucket, Key=key, Body=b"probe", **condition)
+            except Exception as exc:
+                if error_code(exc) in CONFLICT_CODES:
+                    continue
+                raise
+            return f"{label} succeeded instead of failing with 412 Precondition Failed"
+        return None
+    finally:
+        try:
+            client.delete_object(Bucket=bucket, Key=key)
+        except Exception:  # noqa: BLE001 - a leftover probe object is harmless
+            pass

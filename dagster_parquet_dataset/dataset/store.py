@@ -26,7 +26,7 @@ import random
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -42,7 +42,7 @@ from ..errors import (
     NotFound,
     VersionNotRetained,
 )
-from ..storage.base import Capability, FileInfo, Store, validate_key
+from ..storage.base import Capability, Store, validate_key
 from ._commit import Committer, PendingWrite
 from ._keys import check_folder_fits, check_key_fits, check_write_fits, missing_dataset_error
 from ._layout import (
@@ -58,6 +58,7 @@ from ._merge_op import Replan, merge_into
 from ._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
 from ._read import PartsVanished, ReadPlan, plan, read_parts
 from ._schema import check_column_names, conform_data, evolve_schema, recorded_schema
+from ._vacuum import VacuumResult, own_files, plan_vacuum
 from ._write import (
     DEFAULT_ROW_GROUP,
     PartJob,
@@ -728,43 +729,16 @@ class ParquetDatasetStore:
         self._require(Capability.LIST, Capability.DELETE, action="vacuum datasets")
         keep_count = self.retain_versions if retain_versions is _DEFAULT else retain_versions
         _check_positive("retain_versions", keep_count)
-        now = time.time()
         max_age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
         grace = grace_period.total_seconds() if isinstance(grace_period, timedelta) else float(grace_period)
         versions = self.history(key)  # the live manifest first, then older complete copies
-        live = versions[0]
-        retained = versions if keep_count is None else versions[:keep_count]
-        if max_age is not None:
-            retained = [m for m in retained if m is live or _age(m, now) <= max_age]
-        dropped = [m for m in versions if m not in retained]
-        referenced = {MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME}
-        for m in retained:
-            referenced.update(m.parts)
-            if m is not live:
-                referenced.add(version_path(m.version))
-        once_referenced = {p for m in dropped for p in m.parts} | {version_path(m.version) for m in dropped}
-        once_referenced |= set(live.obsolete)
-        doomed: list[str] = []
-        for info in self._own_files(key):
-            rel = info.path[len(key) + 1 :]
-            if rel in referenced:
-                continue
-            if rel in once_referenced or (info.modified is not None and now - info.modified > grace):
-                doomed.append(info.path)
+        doomed, retained = plan_vacuum(
+            key, versions, own_files(self.store, key), keep_count, max_age, grace, time.time()
+        )
         if not dry_run:
             for path in doomed:
                 self.store.delete(path, missing_ok=True)
         return VacuumResult(tuple(doomed), tuple(m.version for m in retained), dry_run)
-
-    def _own_files(self, key: str) -> list[FileInfo]:
-        """Files under ``key``'s folder that belong to it, not to a dataset nested below it."""
-        files = list(self.store.list_files(key))
-        nested = {
-            f.path[: -len(MANIFEST_NAME)]
-            for f in files
-            if f.path.endswith("/" + MANIFEST_NAME) and f.path != f"{key}/{MANIFEST_NAME}"
-        }
-        return [f for f in files if not any(f.path.startswith(n) for n in nested)]
 
     # ------------------------------------------------------------------- delete
 
@@ -781,7 +755,7 @@ class ParquetDatasetStore:
         """
         key = self._key(key)
         self._require(Capability.DELETE, Capability.LIST, action="delete datasets")
-        files = [f.path for f in self._own_files(key)]
+        files = [f.path for f in own_files(self.store, key)]
         if not files:
             raise NotFound(f"dataset {key!r} does not exist")
         everything = [f.path for f in self.store.list_files(key)]
@@ -797,22 +771,3 @@ class ParquetDatasetStore:
         for path in files:
             if path not in first:
                 self.store.delete(path, missing_ok=True)
-
-
-@dataclass(frozen=True)
-class VacuumResult:
-    """What :meth:`ParquetDatasetStore.vacuum` removed (or would remove, with ``dry_run``)."""
-
-    deleted: tuple[str, ...]
-    retained_versions: tuple[int, ...]
-    dry_run: bool
-
-
-def _age(manifest: DatasetManifest, now: float) -> float:
-    try:
-        created = datetime.fromisoformat(manifest.created_at_utc)
-    except ValueError:
-        return 0.0
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=timezone.utc)
-    return now - created.timestamp()

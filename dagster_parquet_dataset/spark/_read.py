@@ -24,17 +24,24 @@ manifest referenced, short of deleting and re-creating the dataset).
 
 from __future__ import annotations
 
+import datetime as dt
+import functools
+import math
+import operator
 import random
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset._read import check_columns
+from ..dataset._pruning import DNF, Predicate
+from ..dataset._read import check_columns, plan
+from ..dataset._stats import decimal_bounds, int_like_range, type_kind
 from ..dataset.manifest import DatasetManifest, FileEntry, schema_hash
 from ..dataset.store import ParquetDatasetStore
 from ..errors import CapabilityNotSupported, DatasetIncomplete, NotFound
@@ -45,7 +52,7 @@ from ._schema import arrow_schema_to_spark, natively_readable, spark_schema_to_a
 from ._write import check_shared_store, s3a_available, spark_read_uri
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 ReadMode = Literal["auto", "arrow", "native"]
 _MODES = ("auto", "arrow", "native")
@@ -277,6 +284,180 @@ def _stored_schema(store: Store, key: str, manifest: DatasetManifest) -> pa.Sche
         return pq.ParquetFile(first).schema_arrow
 
 
+# --------------------------------------------------------------------------------------------
+# Filters: the dataset layer's normalized DNF as a Spark condition with the same results.
+#
+# Spark's SQL comparisons differ from Arrow's (and so from ``read_dataset``) in two ways that
+# matter here: NaN equals NaN and sorts above every other value, so ``x > 1.0`` holds for a NaN;
+# and a literal is coerced to a common type with the column, so ``1.5`` against an int column or
+# ``0.1`` against a float32 one compares as doubles. Building each term from the normalized
+# predicate (the literal already in the column's domain) and the column's own type gives the
+# exact comparisons ``_pruning.to_expression`` makes.
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_EPOCH = dt.datetime(1970, 1, 1)
+_MICROS_PER_UNIT = {"s": 1_000_000, "ms": 1_000, "us": 1}
+
+
+def _spark_column(name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+def _discrete_bounds(v: Any, typ: pa.DataType, kind: str) -> tuple[Any, Any]:
+    """(largest value of ``typ`` <= v, smallest >= v), ``None`` where none exists (as ``_pruning``)."""
+    if kind == "dec":
+        return decimal_bounds(v if isinstance(v, Decimal) else Decimal(v), typ)
+    lo, hi = int_like_range(typ)  # type: ignore[misc]
+    if v > hi:
+        return hi, None
+    if v < lo:
+        return None, lo
+    return math.floor(v), math.ceil(v)
+
+
+class _Beyond(Exception):
+    """A literal lies beyond every value Spark can compare it with (``above``: on the high side)."""
+
+    def __init__(self, above: bool) -> None:
+        self.above = above
+
+
+def _literal(v: Any, typ: pa.DataType, kind: str | None) -> Column:
+    """The Spark literal for ``v``, a value in the comparable domain of a column of Arrow type ``typ``.
+
+    Raises:
+        _Beyond: a timestamp outside the years 1-9999 (no such value in a Spark column).
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    if kind == "ts":
+        unit = typ.unit  # type: ignore[attr-defined]
+        micros = v // 1000 if unit == "ns" else v * _MICROS_PER_UNIT[unit]  # Spark holds microseconds
+        if typ.tz is not None:  # type: ignore[attr-defined]
+            return F.timestamp_micros(F.lit(micros))
+        try:
+            wall = _EPOCH + dt.timedelta(microseconds=micros)
+        except OverflowError:
+            raise _Beyond(micros > 0) from None
+        return F.expr(f"TIMESTAMP_NTZ '{wall.isoformat(sep=' ')}'")
+    if kind in ("int", "dec") and isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
+        return F.lit(Decimal(v))  # unsigned 64-bit columns are decimal(20, 0) in Spark
+    if kind == "float":
+        return F.lit(float(v)).cast(T.FloatType() if pa.types.is_float32(typ) else T.DoubleType())
+    return F.lit(v)
+
+
+def _comparison(p: Predicate, col: Column) -> Column:
+    from pyspark.sql import functions as F
+
+    op, v, typ = p.op, p.value, p.arrow_type
+    kind = type_kind(typ) if (typ is not None and p.prunable) else None
+    false, valid = F.lit(False), col.isNotNull()
+    if typ is None or kind is None:  # a type without statistics: the literal as given
+        return {  # type: ignore[no-any-return]
+            "==": col.__eq__,
+            "!=": col.__ne__,
+            "<": col.__lt__,
+            "<=": col.__le__,
+            ">": col.__gt__,
+            ">=": col.__ge__,
+        }[op](F.lit(v))
+    floor = ceil = v
+    if kind in ("int", "ts", "dec"):
+        floor, ceil = _discrete_bounds(v, typ, kind)
+    exact = floor is not None and floor == ceil
+    try:
+        if op == "==":
+            return col == _literal(floor, typ, kind) if exact else false
+        if op == "!=":
+            return col != _literal(floor, typ, kind) if exact else valid
+        if op in ("<", "<="):
+            if floor is None:
+                return false
+            return col < _literal(floor, typ, kind) if op == "<" and exact else col <= _literal(floor, typ, kind)
+        if ceil is None:
+            return false
+        term = col > _literal(ceil, typ, kind) if op == ">" and exact else col >= _literal(ceil, typ, kind)
+    except _Beyond as beyond:
+        if op == "==":
+            return false
+        if op == "!=":
+            return valid
+        return valid if beyond.above == (op in ("<", "<=")) else false
+    if kind == "float":
+        term = term & ~F.isnan(col)  # NaN sorts above everything in Spark; for Arrow it compares false
+    return term
+
+
+def _value_list(p: Predicate) -> list[Column]:
+    from pyspark.sql import functions as F
+
+    typ = p.arrow_type
+    values = list(p.sorted_values if p.sorted_values is not None else p.value)
+    kind = type_kind(typ) if (typ is not None and p.prunable) else None
+    if typ is None or kind is None:
+        return [F.lit(v) for v in values]
+    if kind in ("int", "ts", "dec"):
+        exact = []
+        for v in values:  # values the column cannot hold can neither match nor exclude anything
+            floor, ceil = _discrete_bounds(v, typ, kind)
+            if floor is not None and floor == ceil:
+                exact.append(floor)
+        values = exact
+    out = []
+    for v in values:
+        try:
+            out.append(_literal(v, typ, kind))
+        except _Beyond:
+            continue
+    return out
+
+
+def _spark_term(p: Predicate) -> Column:
+    from pyspark.sql import functions as F
+
+    col = _spark_column(p.column)
+    if p.op == "is null":
+        return col.isNull()
+    if p.op == "is not null":
+        return col.isNotNull()
+    if p.op in ("in", "not in"):
+        values = _value_list(p)
+        if not values:
+            return F.lit(False) if p.op == "in" else col.isNotNull()
+        return col.isin(*values) if p.op == "in" else ~col.isin(*values) & col.isNotNull()
+    return _comparison(p, col)
+
+
+def spark_filter(dnf: DNF) -> Column:
+    """The Spark condition for a normalized filter (``normalize_filters``; ``plan_read(...).filters``).
+
+    ``DataFrame.where`` with it keeps exactly the rows ``read_dataset`` keeps
+    with the same filters: SQL null semantics (a null satisfies only
+    ``is null``), a NaN satisfies only ``!=`` and ``not in`` (Spark alone would
+    also let it satisfy ``>``/``>=``), and literals compare exactly with the
+    column's own type (``1.5`` against an int column, ``0.1`` against a
+    float32 one, a timestamp against a naive or a tz-aware column whatever the
+    session time zone). Nanosecond timestamps compare at Spark's microsecond
+    precision.
+
+    Raises:
+        ValueError: an empty filter.
+    """
+    if not dnf:
+        raise ValueError("spark_filter needs at least one conjunction")
+    from pyspark.sql import functions as F
+
+    conjunctions = [
+        functools.reduce(operator.and_, [_spark_term(p) for p in conjunction]) if conjunction else F.lit(True)
+        for conjunction in dnf
+    ]
+    return functools.reduce(operator.or_, conjunctions)
+
+
 def _native_possible(spark: SparkSession, store: Store) -> str | None:
     if isinstance(store, LocalStore):
         return None
@@ -291,6 +472,7 @@ def read_spark_dataset(
     key: str,
     *,
     columns: Sequence[str] | None = None,
+    filters: Any = None,
     mode: ReadMode = "auto",
     version: int | None = None,
 ) -> DataFrame:
@@ -310,6 +492,11 @@ def read_spark_dataset(
         datasets: the dataset store (its store must be reachable from the executors).
         key: the dataset key.
         columns: read only these columns, in this order.
+        filters: DNF filters as ``read_dataset`` takes them (a filter column
+            need not be among ``columns``). Files that partition values or
+            statistics rule out are not read, and the rows are filtered with
+            :func:`spark_filter`, so the DataFrame holds exactly the rows
+            ``read_dataset`` returns for the same filters.
         mode: ``"native"`` reads with ``spark.read.parquet`` over the listed
             files (a ``LocalStore``, or an ``S3Store`` when Spark has
             ``s3a://``); ``"arrow"`` reads on the executors through the store;
@@ -330,7 +517,9 @@ def read_spark_dataset(
             driver checks; a task that finds a damaged part fails the Spark job
             with a ``PythonException`` naming the ``DatasetIncomplete``).
         ManifestCorrupted: the manifest cannot be parsed.
-        ValueError: an unknown column (named), an empty or repeating ``columns``, or a bad ``mode``.
+        ValueError: an unknown column (named), an empty or repeating ``columns``, a bad ``mode``,
+            or filters ``read_dataset`` rejects (malformed, an unknown column, a literal the column
+            cannot be compared with; ``TypeError`` for a literal of the wrong kind).
         TypeError: a selected column has no Spark type (named; leave it out with ``columns``).
         CapabilityNotSupported: a ``MemoryStore``, or ``mode="native"`` where Spark cannot read the
             store, a column's type, or files that lack columns (the message says which).
@@ -350,9 +539,36 @@ def read_spark_dataset(
     manifest = _committed_and_present(datasets, key, version)
     schema = _stored_schema(store, key, manifest)
     projection = _check_columns(columns, schema, key)
+    entries = manifest.file_entries()
+    dnf: DNF | None = None
+    if filters is not None:
+        if manifest.schema is None:
+            raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; it cannot be filtered")
+        read_plan = plan(manifest, schema, filters)
+        dnf, entries = read_plan.filters, read_plan.selected
+    if dnf and projection is not None:
+        projection = projection + sorted({p.column for c in dnf for p in c} - set(projection))
+    df = _read_entries(spark, store, key, manifest, schema, projection, entries, mode)
+    if dnf:
+        df = df.where(spark_filter(dnf))
+        if columns is not None:
+            df = df.select(*[_spark_column(c) for c in columns])
+    return df
+
+
+def _read_entries(
+    spark: SparkSession,
+    store: Store,
+    key: str,
+    manifest: DatasetManifest,
+    schema: pa.Schema,
+    projection: list[str] | None,
+    entries: Sequence[FileEntry],
+    mode: ReadMode,
+) -> DataFrame:
+    """The DataFrame over ``entries`` of ``manifest`` (``read_spark_dataset`` after its checks)."""
     selected = pa.schema([schema.field(c) for c in projection]) if projection is not None else schema
     spark_schema = arrow_schema_to_spark(selected)
-    entries = manifest.file_entries()
 
     problem = _native_possible(spark, store)
     if problem is None and not natively_readable(selected):

@@ -10,9 +10,10 @@ or a manifest says the dataset was written from one.
 * Input: :func:`~dagster_parquet_dataset.spark.read_spark_dataset` on the
   active session (the one dagster-pyspark's ``PySparkResource`` created, or
   any session this process made); several partitions become one DataFrame.
-  Input ``filters`` are checked against the dataset (``plan_read``) and applied
-  as a Spark filter on the DataFrame (Spark's native reader pushes them down
-  to row groups); input ``version`` reads that retained version.
+  Input ``filters`` go to ``read_spark_dataset``, which prunes files from the
+  manifest and applies them as a Spark filter with ``read_dataset``'s
+  semantics (nulls, NaN, exact literals); input ``version`` reads that
+  retained version.
 * ``write_mode`` ``"append"``/``"merge"`` and ``partition_by``: the IO manager
   converts the DataFrame with :meth:`SparkDataFrameHandler.to_arrow`, which
   collects it to the driver (the dataset layer appends and merges Arrow tables).
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 
 from ..dagster_io.handlers import TypeHandler
 from ..dataset import DatasetManifest, ParquetDatasetStore
@@ -60,60 +61,6 @@ def active_session() -> SparkSession:
             "with SparkSession.builder.getOrCreate() before the run."
         )
     return session
-
-
-def _spark_column(name: str) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
-def _spark_term(op: str, column: str, value: Any) -> Column:
-    """One normalized filter term as a Spark condition (SQL semantics: a null matches only ``is null``)."""
-    from pyspark.sql import functions as F
-
-    col = _spark_column(column)
-    if op == "is null":
-        return col.isNull()
-    if op == "is not null":
-        return col.isNotNull()
-    if op in ("in", "not in"):
-        values = list(value.to_pylist() if hasattr(value, "to_pylist") else value)
-        if not values:
-            return F.lit(False) if op == "in" else col.isNotNull()
-        return col.isin(values) if op == "in" else ~col.isin(values)
-    comparisons = {
-        "==": col.__eq__,
-        "!=": col.__ne__,
-        "<": col.__lt__,
-        "<=": col.__le__,
-        ">": col.__gt__,
-        ">=": col.__ge__,
-    }
-    return comparisons[op](F.lit(value))  # type: ignore[no-any-return]
-
-
-def spark_condition(filters: Sequence[Any], normalized: Sequence[Sequence[Any]]) -> Column:
-    """The Spark condition of DNF ``filters`` as given, with the operators the dataset layer normalized.
-
-    Args:
-        filters: the user's filters (a list of terms, or a list of lists of terms).
-        normalized: ``ParquetDatasetStore.plan_read(...).filters`` for them: the same
-            structure, already checked against the dataset's schema.
-    """
-    import operator
-
-    # As normalize_filters reads them: a list of terms is one conjunction, else a list of conjunctions.
-    is_term = [isinstance(t, (list, tuple)) and len(t) in (2, 3) and isinstance(t[0], str) for t in filters]
-    conjunctions = [filters] if all(is_term) else list(filters)
-    ors: list[Column] = []
-    for raw_conjunction, conjunction in zip(conjunctions, normalized, strict=True):
-        terms = [
-            _spark_term(p.op, p.column, raw[2] if len(raw) > 2 else None)
-            for raw, p in zip(raw_conjunction, conjunction, strict=True)
-        ]
-        ors.append(functools.reduce(operator.and_, terms))
-    return functools.reduce(operator.or_, ors)
 
 
 class SparkDataFrameHandler(TypeHandler):
@@ -184,19 +131,7 @@ class SparkDataFrameHandler(TypeHandler):
             ValueError / TypeError: malformed filters, or a filter on an unknown column (named).
         """
         spark = active_session()
-        if not filters:
-            return read_spark_dataset(spark, datasets, key, columns=columns, version=version)
-        plan = datasets.plan_read(key, filters=filters, version=version)  # checks columns, operators, literals
-        if not plan.filters:
-            return read_spark_dataset(spark, datasets, key, columns=columns, version=version)
-        needed = None
-        if columns is not None:
-            wanted = list(columns)
-            extra = sorted({p.column for conj in plan.filters for p in conj} - set(wanted))
-            needed = wanted + extra
-        df = read_spark_dataset(spark, datasets, key, columns=needed, version=version)
-        df = df.where(spark_condition(filters, plan.filters))
-        return df if columns is None else df.select(*[_spark_column(c) for c in columns])
+        return read_spark_dataset(spark, datasets, key, columns=columns, filters=filters or None, version=version)
 
     def combine(self, objs: Sequence[Any]) -> DataFrame:
         """Union the partitions' DataFrames by column name, in order.

@@ -102,13 +102,13 @@ def test_s3_key_longer_than_1024_bytes(s3_store: S3Store) -> None:
     key = "/".join(["s" * 200] * 6)  # 1205 bytes
     with pytest.raises(ValueError, match=r"is 1205 bytes.*at most 1015 bytes per key"):
         ds.write_dataset(_table(["a"]), key)
-    # With the dataset's own names the key must leave room for them: 900 bytes of key overall is too long too.
-    near = "/".join(["n" * 99] * 9)  # 899 bytes
-    with pytest.raises(ValueError, match=r"at most 1015 bytes per key.*at most 887 bytes"):
+    # The key must leave room for the dataset's own names under it: 800 bytes of key is too long too.
+    near = "/".join(["n" * 99] * 8)  # 799 bytes
+    with pytest.raises(ValueError, match=r"at most 1015 bytes per key.*at most 759 bytes"):
         ds.write_dataset(_table(["a"]), near)
     assert _bucket_keys(s3_store) == []
-    longest = "/".join(["m" * 98] * 8) + "/" + "m" * 95  # 887 bytes: the longest allowed
-    assert len(longest) == 887
+    longest = "/".join(["m" * 98] * 7) + "/" + "m" * 66  # 759 bytes: the longest allowed
+    assert len(longest) == 759
     ds.write_dataset(_table(["a"]), longest, overwrite=True)
     ds.append_dataset(_table(["b"]), longest)
     assert sorted(ds.read_dataset(longest).column("k").to_pylist()) == ["a", "b"]

@@ -21,9 +21,10 @@ from ._partition import partition_folder
 
 #: The most bytes the dataset layer appends to a dataset key for its own files, with
 #: the ``/`` before them: ``_versions/<20 digits>.json``, ``part-NNNNN-<token>-m.parquet``,
-#: and the Spark layer's ``_spark_staging-<token>/part-NNNNN-NNNNN-<token>-t<task id>.parquet``
-#: (about 80) or Spark's own writer's file names in the staging folder (about 100).
-OWN_NAMES_BYTES = 128
+#: the Spark layer's ``_spark_staging-<token>/part-NNNNN-NNNNN-<token>-t<task id>.parquet``
+#: (about 80), and the paths Spark's own writer uses in that staging folder
+#: (``_temporary/0/_temporary/attempt_<job>_<task>/part-<uuid>-c000.<codec>.parquet``, about 180).
+OWN_NAMES_BYTES = 256
 
 #: The most bytes a part's file name adds below a partition folder (``/part-NNNNN-<token>.parquet``).
 PART_NAME_BYTES = 48

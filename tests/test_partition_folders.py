@@ -10,9 +10,11 @@ from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import pytest
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore
+from dagster_parquet_dataset.dataset._write import PART_PATH_KEY
 
 # Non-ASCII, spaces, every character Hive escapes that a key may hold, and nulls.
 VALUES: list[str | None] = [
@@ -130,9 +132,17 @@ def _rewrite_with_old_folder_names(root: Path, key: str) -> None:
         )
         old = f"{folder}/{entry['path'].rpartition('/')[2]}"
         os.makedirs(root / key / folder, exist_ok=True)
-        os.rename(root / key / entry["path"], root / key / old)
+        # The earlier code wrote no path tag into the footer: write the part again without it.
+        with open(root / key / entry["path"], "rb") as f:
+            part = pq.read_table(f)
+        untagged = {k: v for k, v in (part.schema.metadata or {}).items() if k != PART_PATH_KEY.encode()}
+        with open(root / key / f"{old}.tmp", "wb") as f:
+            pq.write_table(part.replace_schema_metadata(untagged), f, compression="zstd")
+        os.remove(root / key / entry["path"])  # the old and new names can be the same (a value like "#1")
+        os.replace(root / key / f"{old}.tmp", root / key / old)
         renamed[entry["path"]] = old
         entry["path"] = old
+        entry["size_bytes"] = (root / key / old).stat().st_size
     manifest["parts"] = [renamed[p] for p in manifest["parts"]]
     path.write_text(json.dumps(manifest))
 

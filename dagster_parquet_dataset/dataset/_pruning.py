@@ -602,8 +602,11 @@ def _scalar(value: Any, typ: pa.DataType | None) -> Any:
         return value  # columns without statistics: let pyarrow cast
 
 
-def _discrete_bounds(v: Any, typ: pa.DataType, kind: str) -> tuple[Any, Any]:
-    """(largest value of ``typ`` <= v, smallest >= v), ``None`` where none exists."""
+def discrete_bounds(v: Any, typ: pa.DataType, kind: str) -> tuple[Any, Any]:
+    """(largest value of integer or decimal ``typ`` <= v, smallest >= v), ``None`` where none exists.
+
+    Shared with the Spark layer, so both compare literals with a column exactly alike.
+    """
     if kind == "dec":
         return decimal_bounds(v if isinstance(v, Decimal) else Decimal(v), typ)
     lo, hi = int_like_range(typ)  # type: ignore[misc]
@@ -621,7 +624,7 @@ def _comparison(p: Predicate) -> pc.Expression:
     if kind in ("int", "ts", "dec"):
         # The literal may fall between or beyond the column's values (1.5 for an int, 1.234 for a
         # decimal(10, 2), 1000 for an int8): compare with the nearest representable values instead.
-        floor, ceil = _discrete_bounds(v, typ, kind)  # type: ignore[arg-type]
+        floor, ceil = discrete_bounds(v, typ, kind)  # type: ignore[arg-type]
         exact = floor is not None and floor == ceil
         if op == "==":
             return f == pa.scalar(floor, typ) if exact else _FALSE
@@ -659,7 +662,7 @@ def _value_set(p: Predicate) -> pa.Array:
     if kind in ("int", "ts", "dec"):
         kept = []
         for v in values:  # values the column cannot hold can neither match nor exclude anything
-            floor, ceil = _discrete_bounds(v, typ, kind)  # type: ignore[arg-type]
+            floor, ceil = discrete_bounds(v, typ, kind)  # type: ignore[arg-type]
             if floor is not None and floor == ceil:
                 kept.append(floor)
         values = kept

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import math
 import operator
 import random
 import time
@@ -39,9 +38,9 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset._pruning import DNF, Predicate
+from ..dataset._pruning import DNF, Predicate, discrete_bounds
 from ..dataset._read import check_columns, plan
-from ..dataset._stats import decimal_bounds, int_like_range, type_kind
+from ..dataset._stats import type_kind
 from ..dataset.manifest import DatasetManifest, FileEntry, schema_hash
 from ..dataset.store import ParquetDatasetStore
 from ..errors import CapabilityNotSupported, DatasetIncomplete, NotFound
@@ -305,18 +304,6 @@ def _spark_column(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def _discrete_bounds(v: Any, typ: pa.DataType, kind: str) -> tuple[Any, Any]:
-    """(largest value of ``typ`` <= v, smallest >= v), ``None`` where none exists (as ``_pruning``)."""
-    if kind == "dec":
-        return decimal_bounds(v if isinstance(v, Decimal) else Decimal(v), typ)
-    lo, hi = int_like_range(typ)  # type: ignore[misc]
-    if v > hi:
-        return hi, None
-    if v < lo:
-        return None, lo
-    return math.floor(v), math.ceil(v)
-
-
 class _Beyond(Exception):
     """A literal lies beyond every value Spark can compare it with (``above``: on the high side)."""
 
@@ -367,7 +354,7 @@ def _comparison(p: Predicate, col: Column) -> Column:
         }[op](F.lit(v))
     floor = ceil = v
     if kind in ("int", "ts", "dec"):
-        floor, ceil = _discrete_bounds(v, typ, kind)
+        floor, ceil = discrete_bounds(v, typ, kind)
     exact = floor is not None and floor == ceil
     try:
         if op == "==":
@@ -403,7 +390,7 @@ def _value_list(p: Predicate) -> list[Column]:
     if kind in ("int", "ts", "dec"):
         exact = []
         for v in values:  # values the column cannot hold can neither match nor exclude anything
-            floor, ceil = _discrete_bounds(v, typ, kind)
+            floor, ceil = discrete_bounds(v, typ, kind)
             if floor is not None and floor == ceil:
                 exact.append(floor)
         values = exact

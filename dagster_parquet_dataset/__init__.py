@@ -7,7 +7,7 @@ pyarrow installed.
 
 from __future__ import annotations
 
-from .dataset import DatasetManifest, FileEntry, ParquetDatasetStore
+from .dataset import DatasetManifest, FileEntry, ParquetDatasetStore, VerifyProblem, VerifyReport
 from .errors import (
     AlreadyExists,
     CapabilityNotSupported,
@@ -61,5 +61,7 @@ __all__ = [
     "S3StoreResource",
     "Store",
     "StoreAccessError",
+    "VerifyProblem",
+    "VerifyReport",
     "VersionNotRetained",
 ]

@@ -25,7 +25,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -59,6 +59,7 @@ from ._partition import check_partition_by, encode_partition_values, partition_f
 from ._read import PartsVanished, ReadPlan, plan, read_parts
 from ._schema import check_column_names, conform_data, evolve_schema, recorded_schema
 from ._vacuum import VacuumResult, own_files, plan_vacuum
+from ._verify import VerifyReport, manifest_problem, missing_manifest, verify_parts
 from ._write import (
     DEFAULT_ROW_GROUP,
     PartJob,
@@ -697,6 +698,45 @@ class ParquetDatasetStore:
         if self.store.exists(f"{key}/{SUCCESS_NAME}"):
             return True
         return self.store.exists(f"{key}/{MANIFEST_NAME}") and self._committer.repair_success(key) is not None
+
+    # ------------------------------------------------------------------- verify
+
+    def verify_dataset(
+        self,
+        key: str,
+        *,
+        version: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> VerifyReport:
+        """Check every part of the dataset (or of a retained ``version``) against its manifest.
+
+        Each part must exist with the recorded size, and its footer must hold
+        the recorded row count, a schema the manifest's schema reads, the
+        statistics the manifest recorded, and (for parts this package wrote) its
+        own path. Only footers are read, never data pages, on parallel threads.
+        Every problem is reported, not just the first; a missing, unreadable or
+        invalid manifest is a problem of kind ``"manifest"``, not an exception.
+        ``progress(done, total)`` is called after each part (from worker threads).
+
+        Returns:
+            A :class:`VerifyReport`; ``report.ok`` is true when nothing is wrong.
+
+        Raises:
+            DatasetNotFound: nothing is stored under ``key`` (or only nested datasets).
+            NotFound / VersionNotRetained: ``version`` is not a retained version.
+            StoreAccessError / OSError: the store cannot be reached.
+            ValueError / TypeError: a bad key or version.
+        """
+        key = self._key(key)
+        try:
+            manifest = self.read_manifest(key, version=version)
+        except ManifestCorrupted as exc:
+            return manifest_problem(key, str(exc))
+        except NotFound:
+            if version is not None and self.store.exists(f"{key}/{MANIFEST_NAME}"):
+                raise
+            return missing_manifest(self.store, key)
+        return verify_parts(self.store, key, manifest, progress)
 
     # ------------------------------------------------------------------- vacuum
 

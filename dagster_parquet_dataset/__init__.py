@@ -7,7 +7,7 @@ pyarrow installed.
 
 from __future__ import annotations
 
-from .dataset import DatasetManifest, FileEntry, ParquetDatasetStore, VerifyProblem, VerifyReport
+from .dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDatasetStore, VerifyProblem, VerifyReport
 from .errors import (
     AlreadyExists,
     CapabilityNotSupported,
@@ -44,6 +44,7 @@ __all__ = [
     "CommitConflict",
     "CommitOutcomeUnknown",
     "DatasetIncomplete",
+    "DatasetListing",
     "DatasetManifest",
     "DatasetNotFound",
     "FileEntry",

@@ -1,7 +1,8 @@
 """Dataset layer: Spec 042 Parquet datasets on any Store."""
 
+from ._list import DatasetListing
 from ._verify import VerifyProblem, VerifyReport
 from .manifest import DatasetManifest, FileEntry
 from .store import ParquetDatasetStore
 
-__all__ = ["DatasetManifest", "FileEntry", "ParquetDatasetStore", "VerifyProblem", "VerifyReport"]
+__all__ = ["DatasetListing", "DatasetManifest", "FileEntry", "ParquetDatasetStore", "VerifyProblem", "VerifyReport"]

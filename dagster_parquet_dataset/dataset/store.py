@@ -53,6 +53,7 @@ from ._layout import (
     version_of,
     version_path,
 )
+from ._list import DatasetListing, list_datasets
 from ._merge import MergeResult, check_merge_args
 from ._merge_op import Replan, merge_into
 from ._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
@@ -699,6 +700,24 @@ class ParquetDatasetStore:
             return True
         return self.store.exists(f"{key}/{MANIFEST_NAME}") and self._committer.repair_success(key) is not None
 
+    # --------------------------------------------------------------------- list
+
+    def list_datasets(self, prefix: str = "") -> list[DatasetListing]:
+        """The datasets whose key is ``prefix`` or lies under the folder ``prefix``, sorted by key.
+
+        ``prefix=""`` lists the whole store. Costs one listing plus one manifest
+        read per dataset (parallel threads); nothing else is opened. A dataset
+        whose manifest cannot be parsed is listed with its ``error``.
+
+        Raises:
+            CapabilityNotSupported: the store cannot list.
+            ValueError: ``prefix`` is not a safe key.
+        """
+        if prefix:
+            prefix = self._key(prefix.strip("/"))
+        self._require(Capability.LIST, action="list datasets")
+        return list_datasets(self.store, prefix)
+
     # ------------------------------------------------------------------- verify
 
     def verify_dataset(
@@ -748,6 +767,7 @@ class ParquetDatasetStore:
         older_than: timedelta | float | None = None,
         grace_period: timedelta | float = timedelta(hours=1),
         dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> VacuumResult:
         """Delete files no retained version references.
 
@@ -757,6 +777,7 @@ class ParquetDatasetStore:
         deleted at once; files no version ever listed (leftovers of failed
         writes) only once older than ``grace_period``, so a write still in
         progress is never touched. Datasets nested under ``key`` are left alone.
+        ``progress(done, total)`` is called after each deletion.
 
         Returns:
             The deleted (or, with ``dry_run``, deletable) paths and the retained versions.
@@ -776,8 +797,10 @@ class ParquetDatasetStore:
             key, versions, own_files(self.store, key), keep_count, max_age, grace, time.time()
         )
         if not dry_run:
-            for path in doomed:
+            for done, path in enumerate(doomed, 1):
                 self.store.delete(path, missing_ok=True)
+                if progress is not None:
+                    progress(done, len(doomed))
         return VacuumResult(tuple(doomed), tuple(m.version for m in retained), dry_run)
 
     # ------------------------------------------------------------------- delete

@@ -7,7 +7,7 @@ pyarrow installed.
 
 from __future__ import annotations
 
-from .dataset import DatasetManifest, FileEntry, ParquetDatasetStore
+from .dataset import CompactResult, DatasetManifest, FileEntry, ParquetDatasetStore
 from .errors import (
     AlreadyExists,
     CapabilityNotSupported,
@@ -43,6 +43,7 @@ __all__ = [
     "CapabilityNotSupported",
     "CommitConflict",
     "CommitOutcomeUnknown",
+    "CompactResult",
     "DatasetIncomplete",
     "DatasetManifest",
     "DatasetNotFound",

@@ -20,6 +20,7 @@ an overwrite) makes it plan again, until ``commit_timeout`` runs out.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -232,7 +233,8 @@ def _rewrite(
     def write(i: int) -> FileEntry:
         group = groups[i]
         tables = _read_group(ds, key, current, group, partition)
-        batches = (b for t in tables for b in t.to_batches())
+        first = next(tables)  # read before the output opens: a vanished file costs no write
+        batches = (b for t in itertools.chain([first], tables) for b in t.to_batches())
         rows = options.row_group_size or DEFAULT_ROW_GROUP
         return encode_part(
             ds.store,

@@ -7,7 +7,15 @@ pyarrow installed.
 
 from __future__ import annotations
 
-from .dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDatasetStore, VerifyProblem, VerifyReport
+from .dataset import (
+    CompactResult,
+    DatasetListing,
+    DatasetManifest,
+    FileEntry,
+    ParquetDatasetStore,
+    VerifyProblem,
+    VerifyReport,
+)
 from .errors import (
     AlreadyExists,
     CapabilityNotSupported,
@@ -43,6 +51,7 @@ __all__ = [
     "CapabilityNotSupported",
     "CommitConflict",
     "CommitOutcomeUnknown",
+    "CompactResult",
     "DatasetIncomplete",
     "DatasetListing",
     "DatasetManifest",

@@ -44,6 +44,7 @@ from ..errors import (
 )
 from ..storage.base import Capability, Store, validate_key
 from ._commit import Committer, PendingWrite
+from ._compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
 from ._keys import check_folder_fits, check_key_fits, check_write_fits, missing_dataset_error
 from ._layout import (
     CLAIM_NAME,
@@ -542,6 +543,45 @@ class ParquetDatasetStore:
                 )
             time.sleep(random.uniform(0, delay))
             delay = min(delay * 2, 1.0)
+
+    # ------------------------------------------------------------------ compact
+
+    def compact_dataset(
+        self,
+        key: str,
+        *,
+        target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
+        filters: Any = None,
+        dry_run: bool = False,
+        run_id: str | None = None,
+    ) -> CompactResult:
+        """Rewrite runs of small files of each partition folder into files near ``target_file_bytes``.
+
+        Consecutive files of one partition folder (of the whole dataset, when
+        unpartitioned) smaller than half the target are packed, in manifest
+        order, into new files of at most about the target, so rows keep their
+        order within each folder. ``filters`` restrict compaction to the files
+        a read with them would select. The new version replaces exactly the
+        files read and is committed atomically (operation ``"compact"``, with
+        ``run_id`` and the live version's metadata); appends committed
+        meanwhile are kept, while a commit that removed or changed a file read
+        makes compaction plan again. Nothing to compact: no new version.
+        ``dry_run`` only plans (``bytes_after`` is then ``None``).
+
+        Returns:
+            A :class:`CompactResult`.
+
+        Raises:
+            DatasetNotFound: nothing is stored under ``key``.
+            ManifestCorrupted: the live manifest cannot be parsed.
+            ValueError: ``target_file_bytes`` is not a positive int, malformed
+                filters, or a Spec 042-only manifest without a schema.
+            CommitConflict: concurrent commits kept replacing the files read
+                for ``commit_timeout`` seconds; nothing was committed.
+            CapabilityNotSupported: the store cannot write, swap or delete.
+            DatasetIncomplete: a file to compact is damaged or missing.
+        """
+        return compact(self, self._key(key), target_file_bytes, filters, dry_run, run_id)
 
     # --------------------------------------------------------------------- read
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 from typing import Any
 
 from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDatasetStore, VerifyReport
@@ -269,14 +268,7 @@ def _sum(values: list[int | None]) -> int | None:
 
 
 def cmd_plan(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    filters = args.filter or []
-    terms: list[tuple[Any, ...]] = []
-    if filters:
-        manifest = ds.read_manifest(args.key, version=args.dataset_version)
-        schema = manifest.schema
-        if schema is None:
-            raise UsageError(f"dataset {args.key!r} records no schema (a Spec 042 manifest), so it cannot be filtered")
-        terms = [parse_filter(text, schema) for text in filters]
+    terms = _parsed_filters(args, ds)
     plan = ds.plan_read(args.key, filters=terms or None, version=args.dataset_version)
     selected, pruned = plan.selected, plan.pruned
     everything = [*selected, *pruned]
@@ -351,39 +343,52 @@ def cmd_vacuum(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
 # ------------------------------------------------------------------------ compact
 
 
+def _parsed_filters(args: argparse.Namespace, ds: ParquetDatasetStore) -> list[tuple[Any, ...]]:
+    """The ``--filter`` options as DNF terms, parsed by the types of the dataset's columns."""
+    if not args.filter:
+        return []
+    schema = ds.read_manifest(args.key, version=getattr(args, "dataset_version", None)).schema
+    if schema is None:
+        raise UsageError(f"dataset {args.key!r} records no schema (a Spec 042 manifest), so it cannot be filtered")
+    return [parse_filter(text, schema) for text in args.filter]
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
 def cmd_compact(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     target = parse_size(args.target_size)
-    compact = getattr(ds, "compact_dataset", None)
-    if compact is None:
-        print(
-            "dagster-parquet-dataset: error: compact is not available: this install's ParquetDatasetStore "
-            "has no compact_dataset",
-            file=sys.stderr,
-        )
-        return PROBLEMS
+    terms = _parsed_filters(args, ds)
     with spinner(f"compacting {args.key}", quiet=args.json):
-        result = compact(args.key, target_file_bytes=target, dry_run=args.dry_run)
+        result = ds.compact_dataset(args.key, target_file_bytes=target, filters=terms or None, dry_run=args.dry_run)
     document = {
         "key": args.key,
-        "dry_run": args.dry_run,
+        "dry_run": result.dry_run,
         "target_file_bytes": target,
+        "filters": [describe_filter(t) for t in terms],
         "files_read": result.files_read,
         "files_written": result.files_written,
         "bytes_before": result.bytes_before,
         "bytes_after": result.bytes_after,
         "rows": result.rows,
         "version": result.version,
+        "read": list(result.read_paths),
+        "written": list(result.written_paths),
     }
-    verb = "would rewrite" if args.dry_run else "rewrote"
     if result.files_read == 0:
-        text = f"{args.key}: nothing to compact (target {human_bytes(target)} per file)"
+        text = f"{args.key}: nothing to compact (no run of files smaller than half of {human_bytes(target)})"
+    elif result.dry_run:
+        text = (
+            f"{args.key}: would rewrite {_files(result.files_read)} ({human_bytes(result.bytes_before)}, "
+            f"{human_count(result.rows)} rows) as {_files(result.files_written)} of about {human_bytes(target)} at most"
+        )
     else:
         text = (
-            f"{args.key}: {verb} {result.files_read} files ({human_bytes(result.bytes_before)}) as "
-            f"{result.files_written} ({human_bytes(result.bytes_after)}), {human_count(result.rows)} rows"
+            f"{args.key}: rewrote {_files(result.files_read)} ({human_bytes(result.bytes_before)}) as "
+            f"{_files(result.files_written)} ({human_bytes(result.bytes_after)}), {human_count(result.rows)} rows; "
+            f"new version {result.version}"
         )
-        if not args.dry_run:
-            text += f"; new version {result.version}"
     emit(args, document, text)
     return OK
 

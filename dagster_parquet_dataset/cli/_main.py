@@ -146,6 +146,12 @@ def build_parser() -> argparse.ArgumentParser:
     compact.add_argument("key", metavar="KEY")
     compact.add_argument("--target-size", default="128MiB", metavar="SIZE", help="target file size (default: 128MiB)")
     compact.add_argument("--dry-run", action="store_true", help="show what would be rewritten, write nothing")
+    compact.add_argument(
+        "--filter",
+        action="append",
+        metavar='"COL OP VALUE"',
+        help="compact only the files a read with these filters selects (as for plan); repeat to AND them",
+    )
     return parser
 
 

@@ -452,3 +452,50 @@ def test_console_script_entry_point(local: Target, capsys: pytest.CaptureFixture
     local.store.delete(f"t/{ParquetDatasetStore(local.store).read_manifest('t').parts[0]}")
     assert main([*local.args, "verify", "t"]) == 1
     assert "missing" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------ compact
+
+
+def test_compact_dry_run_then_for_real(target: Target) -> None:
+    ds = target.ds
+    for i in range(12):
+        ds.append_dataset(_orders(25, i * 25), "appends", partition_by=["region"] if i == 0 else None)
+    before = ds.read_manifest("appends")
+    rows_before = ds.read_dataset("appends").sort_by("id")
+
+    dry = target.cli("compact", "appends", "--dry-run", "--json")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)
+    assert plan["dry_run"] is True and plan["version"] is None
+    assert plan["files_read"] == len(before.parts) == 24 and plan["files_written"] == 2  # one per region folder
+    assert plan["rows"] == before.row_count
+    assert ds.read_manifest("appends") == before  # nothing written
+
+    only_eu = target.cli("compact", "appends", "--filter", "region == eu", "--json")
+    assert only_eu.returncode == 0, only_eu.stderr
+    eu = json.loads(only_eu.stdout)
+    assert eu["files_read"] == 12 and eu["files_written"] == 1
+    assert all(p.startswith("region=eu/") for p in eu["read"])
+    after_eu = ds.read_manifest("appends")
+    assert after_eu.version == eu["version"] == before.version + 1
+    assert len(after_eu.parts) == 13
+
+    human = target.cli("compact", "appends", "--target-size", "64MiB")
+    assert human.returncode == 0, human.stderr
+    assert human.stdout.startswith("appends: rewrote 12 files (")
+    assert "as 1 file (" in human.stdout and f"new version {before.version + 2}" in human.stdout
+    after = ds.read_manifest("appends")
+    assert len(after.parts) == 2
+    assert ds.read_dataset("appends").sort_by("id").equals(rows_before)
+    assert target.cli("verify", "appends").returncode == 0
+
+    again = target.cli("compact", "appends")
+    assert again.returncode == 0 and "nothing to compact" in again.stdout
+    assert ds.read_manifest("appends").version == after.version
+
+
+def test_compact_of_a_missing_dataset_fails(local: Target) -> None:
+    result = local.cli("compact", "not/there")
+    assert result.returncode == 1
+    assert "not/there" in one_line_error(result)

@@ -222,3 +222,54 @@ def test_problem_kinds_are_documented() -> None:
     problem = VerifyProblem("p", "size", "m")
     with pytest.raises(AttributeError):
         problem.kind = "rows"  # type: ignore[misc]
+
+
+def test_footer_stats_equal_file_column_stats_for_every_type() -> None:
+    """The per-schema-cached statistics reader verify uses agrees with the writer's own, type by type."""
+    import datetime as dt
+    from decimal import Decimal
+
+    import pyarrow.parquet as pq
+
+    from dagster_parquet_dataset.dataset._stats import file_column_stats
+    from dagster_parquet_dataset.dataset._verify import FooterStats
+
+    n = 50
+    table = pa.table(
+        {
+            "i8": pa.array([None if i % 7 == 0 else i - 25 for i in range(n)], pa.int8()),
+            "u64": pa.array([2**63 + i for i in range(n)], pa.uint64()),
+            "f32": pa.array([i / 3 for i in range(n)], pa.float32()),
+            "f64": pa.array([float("inf") if i == 3 else -i * 1.5 for i in range(n)], pa.float64()),
+            "b": pa.array([i % 2 == 0 for i in range(n)]),
+            "s": pa.array([None if i % 5 == 0 else f"é{i:03d}" for i in range(n)]),
+            "ls": pa.array([f"x{i}" for i in range(n)], pa.large_string()),
+            "d": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=i) for i in range(n)], pa.date32()),
+            "ts": pa.array([dt.datetime(2024, 1, 1) + dt.timedelta(seconds=i) for i in range(n)], pa.timestamp("ms")),
+            "tz": pa.array(
+                [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(minutes=i) for i in range(n)],
+                pa.timestamp("ns", tz="Europe/Paris"),
+            ),
+            "dec": pa.array([Decimal(i) / 100 for i in range(n)], pa.decimal128(9, 2)),
+            "allnull": pa.nulls(n, pa.int32()),
+            "lst": pa.array([[i] for i in range(n)]),
+        }
+    )
+    store = MemoryStore()
+    ds = ParquetDatasetStore(store, row_group_size=7, max_rows_per_file=20)
+    ds.write_dataset(table, KEY)
+    manifest = ds.read_manifest(KEY)
+    schema = manifest.schema
+    assert schema is not None
+    reader = FooterStats(schema)
+    checked = 0
+    for entry in manifest.files:
+        metadata = pq.read_metadata(pa.BufferReader(store.read_bytes(f"{KEY}/{entry.path}")))
+        assert metadata.num_row_groups > 1
+        for columns in (schema.names, ["s", "tz"], ["dec"]):
+            expected = file_column_stats(metadata, pa.schema([schema.field(c) for c in columns]))
+            assert reader(metadata, columns) == expected
+            checked += 1
+        assert reader(metadata, list(entry.stats or {})) == entry.stats
+    assert checked == 9
+    assert ds.verify_dataset(KEY).ok

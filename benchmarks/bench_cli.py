@@ -1,0 +1,235 @@
+"""The command line's two targets from issue 12, each side by side with a plain reference.
+
+1. ``verify`` of a ``--files``-file local dataset (target: <= 5 s, every footer checked).
+   - ``verify_dataset``: the API call (one listing, footers on 16 threads);
+   - ``cli verify``: ``python -m dagster_parquet_dataset verify KEY`` end to end
+     (interpreter start and imports included);
+   - ``reference``: plain pyarrow, ``pq.read_metadata`` of every file in a loop
+     (footers only, nothing compared).
+   Every footer is checked: ``files_checked`` must equal the file count, and a
+   truncated and a swapped part (the last and a middle one) must both be found.
+2. ``ls`` of ``--datasets`` datasets on a moto S3 server (target: <= 2 requests per dataset).
+   The CLI runs in a subprocess against a counting HTTP proxy in front of moto
+   (``tests/_s3_proxy.py``), which records every request it forwards.
+   - ``reference``: boto3, one paginated LIST of the prefix and one sequential
+     GET per ``manifest.json`` (the least any tool needs to show versions and rows).
+
+Run: ``nice -n 10 python benchmarks/bench_cli.py [--files 10000] [--datasets 1000]``.
+Times are the best of ``--repeats`` runs; peak RSS is above what the process held before.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, REPO)
+from _common import make_table, measure, mib  # noqa: E402
+
+from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store  # noqa: E402
+
+KEY = "events/many"
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = REPO
+    environment.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "dagster_parquet_dataset", *args],
+        capture_output=True,
+        text=True,
+        env=environment,
+        check=False,
+    )
+
+
+# --------------------------------------------------------------------------- verify
+
+
+def bench_verify(files: int, rows_per_file: int, repeats: int) -> bool:
+    workdir = tempfile.mkdtemp(prefix="bench-cli-verify-")
+    try:
+        root = os.path.join(workdir, "store")
+        start = time.perf_counter()
+        builder = ParquetDatasetStore(LocalStore(root, durable=False), max_rows_per_file=rows_per_file)
+        builder.write_dataset(make_table(files * rows_per_file), KEY)
+        print(f"built {files:,} files of {rows_per_file} rows in {time.perf_counter() - start:.1f} s")
+        ds = ParquetDatasetStore(LocalStore(root))
+        manifest = ds.read_manifest(KEY)
+        assert len(manifest.parts) == files, len(manifest.parts)
+        paths = [os.path.join(root, *KEY.split("/"), p) for p in manifest.parts]
+
+        reports = []
+        api = measure(lambda: reports.append(ds.verify_dataset(KEY)), repeats=repeats)
+        assert all(r.ok and r.files_checked == files for r in reports), reports[-1].problems[:3]
+        reference = measure(lambda: [pq.read_metadata(p) for p in paths], repeats=repeats)
+        cli_times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            result = _cli("--store", root, "verify", KEY)
+            cli_times.append(time.perf_counter() - t0)
+            assert result.returncode == 0, result.stderr
+            assert result.stdout.splitlines()[-1] == f"1 dataset, {files} files checked, 0 problems", result.stdout
+        startup = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            _cli("--help")
+            startup.append(time.perf_counter() - t0)
+
+        # Every footer is read: damage the last part and swap a middle one with its neighbour.
+        last, middle, neighbour = paths[-1], paths[files // 2], paths[files // 2 + 1]
+        with open(last, "r+b") as f:
+            f.truncate(os.path.getsize(last) - 10)
+        middle_bytes, neighbour_bytes = open(middle, "rb").read(), open(neighbour, "rb").read()
+        open(middle, "wb").write(neighbour_bytes)
+        open(neighbour, "wb").write(middle_bytes)
+        damaged = ds.verify_dataset(KEY)
+        found = Counter(p.kind for p in damaged.problems)
+        caught = {p.path for p in damaged.problems} == {
+            manifest.parts[-1],
+            manifest.parts[files // 2],
+            manifest.parts[files // 2 + 1],
+        }
+
+        print(f"\nverify of a {files:,}-file local dataset (best of {repeats})")
+        print(f"  {'verify_dataset (API)':34s} {api.seconds:7.2f} s   peak +{mib(api.peak_rss_over_baseline)}")
+        print(f"  {'cli verify (subprocess, end to end)':34s} {min(cli_times):7.2f} s")
+        print(f"  {'  of which interpreter + imports':34s} {min(startup):7.2f} s   (python -m ... --help)")
+        print(
+            f"  {'reference: pq.read_metadata loop':34s} {reference.seconds:7.2f} s   "
+            f"peak +{mib(reference.peak_rss_over_baseline)}"
+        )
+        print(f"  ratio verify_dataset / reference: {api.seconds / reference.seconds:.2f}x")
+        print(
+            f"  files checked: {reports[-1].files_checked:,}; damaged run found {dict(found)} "
+            f"on exactly the 3 damaged parts: {caught}"
+        )
+        met = min(cli_times) <= 5.0 and api.seconds <= 5.0 and caught
+        print(f"  target <= 5 s with every footer checked: {'MET' if met else 'NOT MET'}")
+        return met
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------- ls
+
+
+def bench_ls(datasets: int, repeats: int) -> bool:
+    from moto.server import ThreadedMotoServer
+
+    sys.path.insert(0, os.path.join(REPO, "tests"))
+    import boto3
+    from _s3_proxy import LossyProxy
+
+    for var, value in (
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_DEFAULT_REGION", "us-east-1"),
+        ("AWS_EC2_METADATA_DISABLED", "true"),
+    ):
+        os.environ[var] = value
+    os.environ.pop("AWS_PROFILE", None)
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    proxy = LossyProxy(endpoint)
+    try:
+        client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+        client.create_bucket(Bucket="bench")
+        ds = ParquetDatasetStore(S3Store("bench", "lake", endpoint_url=endpoint))
+        table = pa.table({"id": list(range(10)), "name": [f"n{i}" for i in range(10)]})
+        start = time.perf_counter()
+        with ThreadPoolExecutor(8) as pool:
+            list(
+                pool.map(
+                    lambda i: ds.write_dataset(table, f"team{i % 10}/asset{i:05d}", run_id=f"r{i}"), range(datasets)
+                )
+            )
+        print(f"\nbuilt {datasets:,} datasets on moto in {time.perf_counter() - start:.1f} s")
+        objects = sum(
+            len(page.get("Contents", []))
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket="bench", Prefix="lake/")
+        )
+
+        times = []
+        counts: Counter[str] = Counter()
+        for _ in range(repeats):
+            proxy.seen.clear()
+            t0 = time.perf_counter()
+            result = _cli("--store", "s3://bench/lake", "--endpoint-url", proxy.url, "ls", "--json")
+            times.append(time.perf_counter() - t0)
+            assert result.returncode == 0, result.stderr
+            assert result.stdout.count('"key"') == datasets
+            counts = Counter(
+                "LIST"
+                if method == "GET" and "list-type=2" in path
+                else f"{method} {path.rsplit('/', 1)[-1].split('?')[0]}"
+                for method, path, _status in proxy.seen
+            )
+        requests = sum(counts.values())
+
+        def reference() -> int:
+            keys = [
+                obj["Key"]
+                for page in client.get_paginator("list_objects_v2").paginate(Bucket="bench", Prefix="lake/")
+                for obj in page.get("Contents", [])
+                if obj["Key"].endswith("/manifest.json")
+            ]
+            for key in keys:
+                client.get_object(Bucket="bench", Key=key)["Body"].read()
+            return len(keys)
+
+        ref = measure(reference, repeats=repeats)
+        api_store = ParquetDatasetStore(S3Store("bench", "lake", endpoint_url=endpoint))
+        api = measure(lambda: api_store.list_datasets(), repeats=repeats)
+        print(f"ls of {datasets:,} datasets ({objects:,} objects) on moto S3 (best of {repeats})")
+        print(f"  {'cli ls --json (subprocess, end to end)':40s} {min(times):7.2f} s")
+        print(f"  {'list_datasets (API, in process)':40s} {api.seconds:7.2f} s")
+        print(f"  {'reference: boto3 LIST + sequential GETs':40s} {ref.seconds:7.2f} s")
+        print(f"  ratio list_datasets / reference: {api.seconds / ref.seconds:.2f}x")
+        print(f"  requests: {requests:,} = {dict(counts)}")
+        per = requests / datasets
+        print(f"  requests per dataset: {per:.3f}; target <= 2: {'MET' if per <= 2 else 'NOT MET'}")
+        return per <= 2
+    finally:
+        proxy.close()
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=10_000)
+    parser.add_argument("--rows-per-file", type=int, default=100)
+    parser.add_argument("--datasets", type=int, default=1_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=["verify", "ls"], default=None)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, pyarrow {pa.__version__}, {os.cpu_count()} CPUs")
+    results = []
+    if args.only in (None, "verify"):
+        results.append(bench_verify(args.files, args.rows_per_file, args.repeats))
+    if args.only in (None, "ls"):
+        results.append(bench_ls(args.datasets, args.repeats))
+    print("\nall targets met" if all(results) else "\nsome targets NOT met")
+
+
+if __name__ == "__main__":
+    main()

@@ -67,14 +67,16 @@ def cmd_ls(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
         rows = [
             [
                 d["key"],
-                str(d.get("version", "-")),
-                human_count(d.get("rows")),
-                human_count(d.get("files")),
-                human_bytes(d.get("bytes")),
-                d.get("run_id") or "-",
-                human_age(d.get("age_seconds")),
+                str(d["version"]),
+                human_count(d["rows"]),
+                human_count(d["files"]),
+                human_bytes(d["bytes"]),
+                d["run_id"] or "-",
+                human_age(d["age_seconds"]),
                 d["status"],
             ]
+            if "version" in d
+            else [d["key"], "-", "-", "-", "-", "-", "-", d["status"]]
             for d in documents
         ]
         text = table(["KEY", "VERSION", "ROWS", "FILES", "BYTES", "RUN ID", "AGE", "STATUS"], rows, right=(1, 2, 3, 4))
@@ -293,7 +295,7 @@ def cmd_plan(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
             f"selected  {len(selected)} of {len(everything)} files, "
             f"{human_count(document['selected_rows'])} of {human_count(document['total_rows'])} rows, "
             f"{human_bytes(document['selected_bytes'])} of {human_bytes(document['total_bytes'])}",
-            f"pruned    {len(pruned)} files",
+            f"pruned    {_files(len(pruned))}",
         ]
     )
     if selected:

@@ -142,10 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="files no version ever listed are deleted only once older than this (default: 1h)",
     )
 
-    compact = command("compact", "rewrite small files into files near a target size, as one new version")
+    compact = command(
+        "compact",
+        "rewrite small files into files near a target size, as one new version "
+        "(older versions stay readable until vacuum)",
+    )
     compact.add_argument("key", metavar="KEY")
     compact.add_argument("--target-size", default="128MiB", metavar="SIZE", help="target file size (default: 128MiB)")
     compact.add_argument("--dry-run", action="store_true", help="show what would be rewritten, write nothing")
+
     compact.add_argument(
         "--filter",
         action="append",
@@ -169,11 +174,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
     try:
         store = open_store(args.store, endpoint_url=args.endpoint_url, region=args.region)
-        return COMMANDS[args.command](args, ParquetDatasetStore(store))
+        # The writers' retain_versions is not recorded anywhere, so a commit made here (compact) keeps every
+        # version unless told otherwise: the command line never drops history behind a user's back.
+        # Reclaim the space with vacuum --retain-versions N.
+        datasets = ParquetDatasetStore(store, retain_versions=None)
+        return COMMANDS[args.command](args, datasets)
     except UsageError as exc:
         return _fail(f"{exc} (see {PROG} {args.command} --help)", USAGE_ERROR)
     except (ValueError, TypeError) as exc:  # the dataset layer's answer to a bad key, version or filter
         return _fail(exc, USAGE_ERROR)
+    except BrokenPipeError:  # the reader went away (| head): stop quietly, as the Python docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return PROBLEMS
     except (RemoteStoreError, OSError) as exc:
         return _fail(exc, PROBLEMS)
     except ImportError as exc:  # boto3 missing for an s3:// store

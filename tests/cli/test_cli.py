@@ -331,7 +331,7 @@ def test_plan_human_output(target: Target) -> None:
     total = len(plan.selected) + len(plan.pruned)
     assert plan.pruned and plan.selected
     assert lines[2].startswith(f"selected  {len(plan.selected)} of {total} files")
-    assert lines[3] == f"pruned    {len(plan.pruned)} files"
+    assert lines[3] == f"pruned    {len(plan.pruned)} file{'s' if len(plan.pruned) != 1 else ''}"
     assert any(line.strip().startswith("region=eu/") for line in lines[5:])
 
 
@@ -499,3 +499,18 @@ def test_compact_of_a_missing_dataset_fails(local: Target) -> None:
     result = local.cli("compact", "not/there")
     assert result.returncode == 1
     assert "not/there" in one_line_error(result)
+
+
+def test_compact_keeps_history_unless_told(local: Target) -> None:
+    ds = ParquetDatasetStore(local.store, retain_versions=3)
+    for i in range(4):
+        ds.append_dataset(_orders(10, i * 10), "t")
+    versions = [m.version for m in ds.history("t")]
+    assert versions == [4, 3, 2]
+    assert local.cli("compact", "t").returncode == 0
+    assert [m.version for m in ds.history("t")] == [5, *versions]  # nothing dropped
+    assert all(ds.read_dataset("t", version=v).num_rows == 10 * v for v in versions)
+    vacuum = local.cli("vacuum", "t", "--retain-versions", "1")
+    assert vacuum.returncode == 0, vacuum.stderr
+    assert [m.version for m in ds.history("t")] == [5]
+    assert ds.read_dataset("t").num_rows == 40

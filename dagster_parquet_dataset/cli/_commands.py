@@ -274,7 +274,7 @@ def cmd_plan(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     plan = ds.plan_read(args.key, filters=terms or None, version=args.dataset_version)
     selected, pruned = plan.selected, plan.pruned
     everything = [*selected, *pruned]
-    document = {
+    document: dict[str, Any] = {
         "key": plan.dataset_key,
         "version": plan.version,
         "filters": [describe_filter(t) for t in terms],

@@ -241,7 +241,7 @@ class DuringCompaction(WrappingStore):
     starts writing its new file: after it planned and read, before it commits.
     With ``every``, runs it before every such write (so every attempt loses)."""
 
-    def __init__(self, inner: Store, meanwhile: Callable[[], None], every: bool = False) -> None:
+    def __init__(self, inner: Store, meanwhile: Callable[[], object], every: bool = False) -> None:
         super().__init__(inner)
         self.meanwhile = meanwhile
         self.every = every

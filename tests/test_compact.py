@@ -17,6 +17,8 @@ import pyarrow.compute as pc
 import pytest
 
 from dagster_parquet_dataset import (
+    Capability,
+    CapabilityNotSupported,
     CommitConflict,
     CompactResult,
     DatasetNotFound,
@@ -463,3 +465,43 @@ def test_retained_versions_keep_replaced_files_until_they_drop_out(store: Store)
     ds.append_dataset(batch(30, 5), "r")  # the pre-compaction version drops out
     assert not set(result.read_paths) & data_files(store, "r")
     assert ds.read_dataset("r").equals(pa.concat_tables([before, batch(30, 5)]))
+
+
+def test_lost_commit_response_is_recognised_not_repeated(store: Store) -> None:
+    plain = ParquetDatasetStore(store)
+    before = appended(plain, "l", [10, 10, 10])
+    old = plain.read_manifest("l")
+    for lost_as in ("conflict", "timeout"):
+        plain.append_dataset(batch(1000, 1), "l")
+        plain.append_dataset(batch(1001, 1), "l")
+        before = plain.read_dataset("l")
+        faulty = FaultyStore(store)
+        faulty.arm(Fault("lost", 1, op="write_if", suffix="manifest.json", lost_as=lost_as))
+        result = ParquetDatasetStore(faulty).compact_dataset("l")
+        assert faulty.lost
+        live = plain.read_manifest("l")
+        assert live.version == result.version and live.operation == "compact"
+        assert plain.read_dataset("l").equals(before)
+        assert data_files(store, "l") == set(live.parts)
+    assert live.version == old.version + 6
+
+
+def test_store_without_delete_cannot_compact_but_can_plan(store: Store) -> None:
+    appended(ParquetDatasetStore(store), "w", [10, 10])
+    files = store_files(store, "w")
+    limited = ParquetDatasetStore(WrappingStore(store, capabilities=frozenset(Capability) - {Capability.DELETE}))
+    assert limited.compact_dataset("w", dry_run=True).files_read == 2
+    with pytest.raises(CapabilityNotSupported, match="DELETE"):
+        limited.compact_dataset("w")
+    assert store_files(store, "w") == files
+
+
+def test_filters_that_select_nothing_make_no_version(store: Store) -> None:
+    ds = ParquetDatasetStore(store)
+    appended(ds, "z", [10, 10, 10], partitions=3)
+    version = ds.read_manifest("z").version
+    result = ds.compact_dataset("z", filters=[("p", "=", 99)])
+    assert (result.files_read, result.version) == (0, None)
+    # One file per partition folder: nothing to pack either.
+    assert ds.compact_dataset("z").version is None
+    assert ds.read_manifest("z").version == version

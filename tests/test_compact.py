@@ -336,6 +336,7 @@ def test_compaction_gives_up_with_commit_conflict_and_changes_nothing(store: Sto
 
 
 def test_concurrent_appenders_and_readers_see_whole_versions(store: Store) -> None:
+    """Four appenders, a reader and two compactors at once."""
     ds = ParquetDatasetStore(store, max_workers=2)
     batches = 4 * 6
     rows_per = 5
@@ -378,7 +379,7 @@ def test_concurrent_appenders_and_readers_see_whole_versions(store: Store) -> No
             errors.append(exc)
 
     appenders = [threading.Thread(target=appender, args=(w,)) for w in range(-1, 3)]
-    others = [threading.Thread(target=reader), threading.Thread(target=compactor)]
+    others = [threading.Thread(target=reader), threading.Thread(target=compactor), threading.Thread(target=compactor)]
     for t in [*appenders, *others]:
         t.start()
     for t in appenders:

@@ -506,3 +506,27 @@ def test_filters_that_select_nothing_make_no_version(store: Store) -> None:
     # One file per partition folder: nothing to pack either.
     assert ds.compact_dataset("z").version is None
     assert ds.read_manifest("z").version == version
+
+
+def test_plan_groups_packs_only_consecutive_files_of_one_folder() -> None:
+    from dagster_parquet_dataset import FileEntry
+    from dagster_parquet_dataset.dataset._compact import plan_groups
+
+    def f(name: str, size: int | None, p: int | None = None) -> FileEntry:
+        folder = f"p={p}/" if p is not None else ""
+        return FileEntry(f"{folder}{name}", 1, size, {"p": p} if p is not None else None)
+
+    flat = [f("a", 10), f("b", 10), f("c", 10), f("big", 60), f("d", 10), f("e", None), f("g", 10), f("h", 10)]
+    every = {e.path for e in flat}
+    groups = plan_groups(flat, (), every, 100)
+    assert [[e.path for e in g.entries] for g in groups] == [["a", "b", "c"], ["g", "h"]]
+    # A file the filters did not select ends the run like a big one.
+    groups = plan_groups(flat, (), every - {"b"}, 100)
+    assert [[e.path for e in g.entries] for g in groups] == [["g", "h"]]
+    # The target caps a group's bytes.
+    groups = plan_groups(flat, (), every, 25)
+    assert [[e.path for e in g.entries] for g in groups] == [["a", "b"], ["g", "h"]]
+    # Partition folders interleave in the manifest but are packed separately, each in its own order.
+    parted = [f("a", 10, 0), f("b", 10, 1), f("c", 10, 0), f("d", 60, 1), f("e", 10, 1), f("g", 10, 0)]
+    groups = plan_groups(parted, ("p",), {e.path for e in parted}, 100)
+    assert [(g.folder, [e.path for e in g.entries]) for g in groups] == [("p=0", ["p=0/a", "p=0/c", "p=0/g"])]

@@ -6,6 +6,8 @@ calls of ``append_dataset`` with ``--rows-per-file`` rows each. Then:
 - ``read_before``: ``read_dataset`` of the many-file dataset;
 - ``reference``: the same files read once with ``pq.read_table`` and written
   once with ``pq.write_table`` (zstd), the cost compaction is held against;
+- ``write_once``: ``pq.write_table`` (zstd) of the whole table alone, for a
+  stricter reference: our own ``read_before`` plus this one write;
 - ``compact``: ``compact_dataset`` (default 128 MiB target) on a fresh copy;
 - ``read_after``: ``read_dataset`` of the compacted dataset.
 
@@ -35,7 +37,7 @@ from _common import make_table, measure, mib  # noqa: E402
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore  # noqa: E402
 
-SCENARIOS = ["read_before", "reference", "compact", "read_after"]
+SCENARIOS = ["read_before", "reference", "write_once", "compact", "read_after"]
 KEY = "events"
 
 
@@ -82,6 +84,10 @@ def run_scenario(name: str, workdir: str, repeats: int) -> dict[str, float]:
         paths = [os.path.join(work, KEY, p) for p in ds.read_manifest(KEY).parts]
         out = os.path.join(workdir, "reference.parquet")
         m = measure(lambda: pq.write_table(pq.read_table(paths), out, compression="zstd"), repeats)
+    elif name == "write_once":
+        table = ds.read_dataset(KEY)
+        out = os.path.join(workdir, "write-once.parquet")
+        m = measure(lambda: pq.write_table(table, out, compression="zstd"), repeats)
     elif name == "compact":
         m = measure(lambda: ds.compact_dataset(KEY), repeats, setup=fresh)
         manifest = ds.read_manifest(KEY)
@@ -142,6 +148,8 @@ def main() -> None:
     print("met" if speedup >= 5 else "NOT MET")
     print(f"{'compact_dataset / (pq.read_table + pq.write_table)':<52}{cost:>7.2f}x   target <= 1.50x   ", end="")
     print("met" if cost <= 1.5 else "NOT MET")
+    strict = t["compact"] / (t["read_before"] + t["write_once"])
+    print(f"{'compact_dataset / (read_before + pq.write_table)':<52}{strict:>7.2f}x   (stricter reference, no target)")
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ import pyarrow.compute as pc
 import pytest
 
 from dagster_parquet_dataset import (
+    Capability,
+    CapabilityNotSupported,
     CommitConflict,
     CompactResult,
     DatasetNotFound,
@@ -241,7 +243,7 @@ class DuringCompaction(WrappingStore):
     starts writing its new file: after it planned and read, before it commits.
     With ``every``, runs it before every such write (so every attempt loses)."""
 
-    def __init__(self, inner: Store, meanwhile: Callable[[], None], every: bool = False) -> None:
+    def __init__(self, inner: Store, meanwhile: Callable[[], object], every: bool = False) -> None:
         super().__init__(inner)
         self.meanwhile = meanwhile
         self.every = every
@@ -334,6 +336,7 @@ def test_compaction_gives_up_with_commit_conflict_and_changes_nothing(store: Sto
 
 
 def test_concurrent_appenders_and_readers_see_whole_versions(store: Store) -> None:
+    """Four appenders, a reader and two compactors at once."""
     ds = ParquetDatasetStore(store, max_workers=2)
     batches = 4 * 6
     rows_per = 5
@@ -376,7 +379,7 @@ def test_concurrent_appenders_and_readers_see_whole_versions(store: Store) -> No
             errors.append(exc)
 
     appenders = [threading.Thread(target=appender, args=(w,)) for w in range(-1, 3)]
-    others = [threading.Thread(target=reader), threading.Thread(target=compactor)]
+    others = [threading.Thread(target=reader), threading.Thread(target=compactor), threading.Thread(target=compactor)]
     for t in [*appenders, *others]:
         t.start()
     for t in appenders:
@@ -463,3 +466,67 @@ def test_retained_versions_keep_replaced_files_until_they_drop_out(store: Store)
     ds.append_dataset(batch(30, 5), "r")  # the pre-compaction version drops out
     assert not set(result.read_paths) & data_files(store, "r")
     assert ds.read_dataset("r").equals(pa.concat_tables([before, batch(30, 5)]))
+
+
+def test_lost_commit_response_is_recognised_not_repeated(store: Store) -> None:
+    plain = ParquetDatasetStore(store)
+    before = appended(plain, "l", [10, 10, 10])
+    old = plain.read_manifest("l")
+    for lost_as in ("conflict", "timeout"):
+        plain.append_dataset(batch(1000, 1), "l")
+        plain.append_dataset(batch(1001, 1), "l")
+        before = plain.read_dataset("l")
+        faulty = FaultyStore(store)
+        faulty.arm(Fault("lost", 1, op="write_if", suffix="manifest.json", lost_as=lost_as))
+        result = ParquetDatasetStore(faulty).compact_dataset("l")
+        assert faulty.lost
+        live = plain.read_manifest("l")
+        assert live.version == result.version and live.operation == "compact"
+        assert plain.read_dataset("l").equals(before)
+        assert data_files(store, "l") == set(live.parts)
+    assert live.version == old.version + 6
+
+
+def test_store_without_delete_cannot_compact_but_can_plan(store: Store) -> None:
+    appended(ParquetDatasetStore(store), "w", [10, 10])
+    files = store_files(store, "w")
+    limited = ParquetDatasetStore(WrappingStore(store, capabilities=frozenset(Capability) - {Capability.DELETE}))
+    assert limited.compact_dataset("w", dry_run=True).files_read == 2
+    with pytest.raises(CapabilityNotSupported, match="DELETE"):
+        limited.compact_dataset("w")
+    assert store_files(store, "w") == files
+
+
+def test_filters_that_select_nothing_make_no_version(store: Store) -> None:
+    ds = ParquetDatasetStore(store)
+    appended(ds, "z", [10, 10, 10], partitions=3)
+    version = ds.read_manifest("z").version
+    result = ds.compact_dataset("z", filters=[("p", "=", 99)])
+    assert (result.files_read, result.version) == (0, None)
+    # One file per partition folder: nothing to pack either.
+    assert ds.compact_dataset("z").version is None
+    assert ds.read_manifest("z").version == version
+
+
+def test_plan_groups_packs_only_consecutive_files_of_one_folder() -> None:
+    from dagster_parquet_dataset import FileEntry
+    from dagster_parquet_dataset.dataset._compact import plan_groups
+
+    def f(name: str, size: int | None, p: int | None = None) -> FileEntry:
+        folder = f"p={p}/" if p is not None else ""
+        return FileEntry(f"{folder}{name}", 1, size, {"p": p} if p is not None else None)
+
+    flat = [f("a", 10), f("b", 10), f("c", 10), f("big", 60), f("d", 10), f("e", None), f("g", 10), f("h", 10)]
+    every = {e.path for e in flat}
+    groups = plan_groups(flat, (), every, 100)
+    assert [[e.path for e in g.entries] for g in groups] == [["a", "b", "c"], ["g", "h"]]
+    # A file the filters did not select ends the run like a big one.
+    groups = plan_groups(flat, (), every - {"b"}, 100)
+    assert [[e.path for e in g.entries] for g in groups] == [["g", "h"]]
+    # The target caps a group's bytes.
+    groups = plan_groups(flat, (), every, 25)
+    assert [[e.path for e in g.entries] for g in groups] == [["a", "b"], ["g", "h"]]
+    # Partition folders interleave in the manifest but are packed separately, each in its own order.
+    parted = [f("a", 10, 0), f("b", 10, 1), f("c", 10, 0), f("d", 60, 1), f("e", 10, 1), f("g", 10, 0)]
+    groups = plan_groups(parted, ("p",), {e.path for e in parted}, 100)
+    assert [(g.folder, [e.path for e in g.entries]) for g in groups] == [("p=0", ["p=0/a", "p=0/c", "p=0/g"])]

@@ -137,8 +137,11 @@ def plan_groups(
     groups: list[CompactGroup] = []
     runs: dict[str, list[FileEntry]] = {}
 
+    held: dict[str, int] = {}  # bytes in each open run
+
     def close(fkey: str) -> None:
         run = runs.pop(fkey, [])
+        held.pop(fkey, None)
         if len(run) >= 2:
             groups.append(CompactGroup(_folder(run[0], partition_by), tuple(run)))
 
@@ -149,10 +152,11 @@ def plan_groups(
             close(fkey)
             continue
         run = runs.setdefault(fkey, [])
-        if run and sum(e.size_bytes or 0 for e in run) + size > target:
+        if run and held[fkey] + size > target:
             close(fkey)
             run = runs.setdefault(fkey, [])
         run.append(entry)
+        held[fkey] = held.get(fkey, 0) + size
     for fkey in list(runs):
         close(fkey)
     position = {e.path: i for i, e in enumerate(files)}

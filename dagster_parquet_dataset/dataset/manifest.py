@@ -137,7 +137,7 @@ class DatasetManifest:
     partition_by: tuple[str, ...] = ()
     """Columns the data is partitioned by (``col=value/`` folders)."""
     operation: str | None = None
-    """What made this version: ``write``, ``overwrite``, ``append`` or ``merge``."""
+    """What made this version: ``write``, ``overwrite``, ``append``, ``merge`` or ``compact``."""
     txn: str | None = None
     """The token of the write that committed this version (unique per write)."""
     txns: tuple[str, ...] = ()

@@ -26,6 +26,7 @@ from .storage import Capability, FileInfo, LocalStore, MemoryStore, S3Store, Sto
 __version__ = "0.1.0"
 
 _DAGSTER_NAMES = ("RemoteStoreIOManager", "LocalStoreResource", "S3StoreResource", "InMemoryStoreResource")
+_DAGSTER_NAMES += ("build_dataset_checks", "observable_dataset")
 
 
 def __getattr__(name: str) -> object:
@@ -62,4 +63,6 @@ __all__ = [
     "Store",
     "StoreAccessError",
     "VersionNotRetained",
+    "build_dataset_checks",
+    "observable_dataset",
 ]

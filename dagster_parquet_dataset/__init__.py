@@ -7,7 +7,15 @@ pyarrow installed.
 
 from __future__ import annotations
 
-from .dataset import DatasetManifest, FileEntry, ParquetDatasetStore
+from .dataset import (
+    CompactResult,
+    DatasetListing,
+    DatasetManifest,
+    FileEntry,
+    ParquetDatasetStore,
+    VerifyProblem,
+    VerifyReport,
+)
 from .errors import (
     AlreadyExists,
     CapabilityNotSupported,
@@ -44,7 +52,9 @@ __all__ = [
     "CapabilityNotSupported",
     "CommitConflict",
     "CommitOutcomeUnknown",
+    "CompactResult",
     "DatasetIncomplete",
+    "DatasetListing",
     "DatasetManifest",
     "DatasetNotFound",
     "FileEntry",
@@ -62,6 +72,8 @@ __all__ = [
     "S3StoreResource",
     "Store",
     "StoreAccessError",
+    "VerifyProblem",
+    "VerifyReport",
     "VersionNotRetained",
     "build_dataset_checks",
     "observable_dataset",

@@ -25,7 +25,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -44,6 +44,7 @@ from ..errors import (
 )
 from ..storage.base import Capability, Store, validate_key
 from ._commit import Committer, PendingWrite
+from ._compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
 from ._keys import check_folder_fits, check_key_fits, check_write_fits, missing_dataset_error
 from ._layout import (
     CLAIM_NAME,
@@ -53,12 +54,14 @@ from ._layout import (
     version_of,
     version_path,
 )
+from ._list import DatasetListing, list_datasets
 from ._merge import MergeResult, check_merge_args
 from ._merge_op import Replan, merge_into
 from ._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
 from ._read import PartsVanished, ReadPlan, plan, read_parts
 from ._schema import check_column_names, conform_data, evolve_schema, recorded_schema
 from ._vacuum import VacuumResult, own_files, plan_vacuum
+from ._verify import VerifyReport, manifest_problem, missing_manifest, verify_parts
 from ._write import (
     DEFAULT_ROW_GROUP,
     PartJob,
@@ -541,6 +544,45 @@ class ParquetDatasetStore:
             time.sleep(random.uniform(0, delay))
             delay = min(delay * 2, 1.0)
 
+    # ------------------------------------------------------------------ compact
+
+    def compact_dataset(
+        self,
+        key: str,
+        *,
+        target_file_bytes: int = DEFAULT_TARGET_FILE_BYTES,
+        filters: Any = None,
+        dry_run: bool = False,
+        run_id: str | None = None,
+    ) -> CompactResult:
+        """Rewrite runs of small files of each partition folder into files near ``target_file_bytes``.
+
+        Consecutive files of one partition folder (of the whole dataset, when
+        unpartitioned) smaller than half the target are packed, in manifest
+        order, into new files of at most about the target, so rows keep their
+        order within each folder. ``filters`` restrict compaction to the files
+        a read with them would select. The new version replaces exactly the
+        files read and is committed atomically (operation ``"compact"``, with
+        ``run_id`` and the live version's metadata); appends committed
+        meanwhile are kept, while a commit that removed or changed a file read
+        makes compaction plan again. Nothing to compact: no new version.
+        ``dry_run`` only plans (``bytes_after`` is then ``None``).
+
+        Returns:
+            A :class:`CompactResult`.
+
+        Raises:
+            DatasetNotFound: nothing is stored under ``key``.
+            ManifestCorrupted: the live manifest cannot be parsed.
+            ValueError: ``target_file_bytes`` is not a positive int, malformed
+                filters, or a Spec 042-only manifest without a schema.
+            CommitConflict: concurrent commits kept replacing the files read
+                for ``commit_timeout`` seconds; nothing was committed.
+            CapabilityNotSupported: the store cannot write, swap or delete.
+            DatasetIncomplete: a file to compact is damaged or missing.
+        """
+        return compact(self, self._key(key), target_file_bytes, filters, dry_run, run_id)
+
     # --------------------------------------------------------------------- read
 
     def read_manifest(self, key: str, *, version: int | None = None) -> DatasetManifest:
@@ -698,6 +740,63 @@ class ParquetDatasetStore:
             return True
         return self.store.exists(f"{key}/{MANIFEST_NAME}") and self._committer.repair_success(key) is not None
 
+    # --------------------------------------------------------------------- list
+
+    def list_datasets(self, prefix: str = "") -> list[DatasetListing]:
+        """The datasets whose key is ``prefix`` or lies under the folder ``prefix``, sorted by key.
+
+        ``prefix=""`` lists the whole store. Costs one listing plus one manifest
+        read per dataset (parallel threads); nothing else is opened. A dataset
+        whose manifest cannot be parsed is listed with its ``error``.
+
+        Raises:
+            CapabilityNotSupported: the store cannot list.
+            ValueError: ``prefix`` is not a safe key.
+        """
+        if prefix:
+            prefix = self._key(prefix.strip("/"))
+        self._require(Capability.LIST, action="list datasets")
+        return list_datasets(self.store, prefix)
+
+    # ------------------------------------------------------------------- verify
+
+    def verify_dataset(
+        self,
+        key: str,
+        *,
+        version: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> VerifyReport:
+        """Check every part of the dataset (or of a retained ``version``) against its manifest.
+
+        Each part must exist with the recorded size, and its footer must hold
+        the recorded row count, a schema the manifest's schema reads, the
+        statistics the manifest recorded, and (for parts this package wrote) its
+        own path. Only footers are read, never data pages, on parallel threads.
+        Every problem is reported, not just the first; a missing, unreadable or
+        invalid manifest is a problem of kind ``"manifest"``, not an exception.
+        ``progress(done, total)`` is called after each part (from worker threads).
+
+        Returns:
+            A :class:`VerifyReport`; ``report.ok`` is true when nothing is wrong.
+
+        Raises:
+            DatasetNotFound: nothing is stored under ``key`` (or only nested datasets).
+            NotFound / VersionNotRetained: ``version`` is not a retained version.
+            StoreAccessError / OSError: the store cannot be reached.
+            ValueError / TypeError: a bad key or version.
+        """
+        key = self._key(key)
+        try:
+            manifest = self.read_manifest(key, version=version)
+        except ManifestCorrupted as exc:
+            return manifest_problem(key, str(exc))
+        except NotFound:
+            if version is not None and self.store.exists(f"{key}/{MANIFEST_NAME}"):
+                raise
+            return missing_manifest(self.store, key)
+        return verify_parts(self.store, key, manifest, progress)
+
     # ------------------------------------------------------------------- vacuum
 
     def vacuum(
@@ -708,6 +807,7 @@ class ParquetDatasetStore:
         older_than: timedelta | float | None = None,
         grace_period: timedelta | float = timedelta(hours=1),
         dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
     ) -> VacuumResult:
         """Delete files no retained version references.
 
@@ -717,6 +817,7 @@ class ParquetDatasetStore:
         deleted at once; files no version ever listed (leftovers of failed
         writes) only once older than ``grace_period``, so a write still in
         progress is never touched. Datasets nested under ``key`` are left alone.
+        ``progress(done, total)`` is called after each deletion.
 
         Returns:
             The deleted (or, with ``dry_run``, deletable) paths and the retained versions.
@@ -736,8 +837,10 @@ class ParquetDatasetStore:
             key, versions, own_files(self.store, key), keep_count, max_age, grace, time.time()
         )
         if not dry_run:
-            for path in doomed:
+            for done, path in enumerate(doomed, 1):
                 self.store.delete(path, missing_ok=True)
+                if progress is not None:
+                    progress(done, len(doomed))
         return VacuumResult(tuple(doomed), tuple(m.version for m in retained), dry_run)
 
     # ------------------------------------------------------------------- delete

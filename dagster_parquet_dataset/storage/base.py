@@ -166,7 +166,7 @@ class Store(abc.ABC):
         """Yield every object under the folder ``path``, recursively.
 
         Keys in the result are relative to the store root, like ``path``.
-        An empty folder yields nothing.
+        An empty folder yields nothing; ``path=""`` yields every object in the store.
         """
 
     @abc.abstractmethod

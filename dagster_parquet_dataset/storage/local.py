@@ -175,7 +175,7 @@ class LocalStore(Store):
         os.rmdir(full)
 
     def list_files(self, path: str) -> Iterator[FileInfo]:
-        full = self._path(path)
+        full = self.root if path == "" else self._path(path)
         found: list[FileInfo] = []
         for dirpath, _dirnames, filenames in os.walk(full):
             rel_dir = os.path.relpath(dirpath, self.root).replace(os.sep, "/")
@@ -186,7 +186,8 @@ class LocalStore(Store):
                     info = os.stat(os.path.join(dirpath, name))
                 except FileNotFoundError:
                     continue
-                found.append(FileInfo(f"{rel_dir}/{name}", info.st_size, info.st_mtime))
+                rel = name if rel_dir == "." else f"{rel_dir}/{name}"  # rel_dir is "." when listing the root
+                found.append(FileInfo(rel, info.st_size, info.st_mtime))
         yield from sorted(found, key=lambda f: f.path)
 
     def read_versioned(self, path: str) -> tuple[bytes, str]:

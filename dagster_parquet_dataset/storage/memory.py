@@ -97,8 +97,9 @@ class MemoryStore(Store):
                 del self._objects[k]
 
     def list_files(self, path: str) -> Iterator[FileInfo]:
-        validate_key(path, what="path")
-        prefix = path + "/"
+        if path:
+            validate_key(path, what="path")
+        prefix = path + "/" if path else ""
         with self._lock:
             found = [FileInfo(k, v[0].size, v[2]) for k, v in self._objects.items() if k.startswith(prefix)]
         yield from sorted(found, key=lambda f: f.path)

@@ -357,7 +357,8 @@ class S3Store(Store):
 
     def list_files(self, path: str) -> Iterator[FileInfo]:
         paginator = self._client.get_paginator("list_objects_v2")
-        pages = iter(paginator.paginate(Bucket=self.bucket, Prefix=self._key(path) + "/"))
+        prefix = self._key(path) + "/" if path else (self.prefix + "/" if self.prefix else "")
+        pages = iter(paginator.paginate(Bucket=self.bucket, Prefix=prefix))
         while True:
             with self._translated(f"listing {path!r}"):
                 page = next(pages, None)

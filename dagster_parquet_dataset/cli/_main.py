@@ -1,0 +1,180 @@
+"""Argument parsing, dispatch, and the exit statuses: 0 fine, 1 problems found, 2 usage error."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+from ..dataset import ParquetDatasetStore
+from ..errors import RemoteStoreError
+from ._commands import COMMANDS, PROBLEMS
+from ._errors import UsageError
+from ._format import one_line
+from ._stores import STORE_ENV, open_store
+
+PROG = "dagster-parquet-dataset"
+USAGE_ERROR = 2
+#: Set to 1 to get a traceback for unexpected errors.
+DEBUG_ENV = "DAGSTER_PARQUET_DATASET_DEBUG"
+
+_DESCRIPTION = """\
+Look inside Parquet datasets (manifest.json + _SUCCESS) and keep them healthy.
+
+Exit status: 0 fine, 1 problems found (verify problems, a missing dataset, a
+corrupt manifest, an unreachable store), 2 usage error."""
+
+_EPILOG = f"""\
+The store is --store PATH, --store file://PATH or --store s3://BUCKET/PREFIX
+(or ${STORE_ENV}). S3 credentials come from the standard AWS chain. Global
+options may come before or after the subcommand."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error in one line (and exits 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        command = self.prog[len(PROG) :].strip()
+        where = f"{command}: " if command else ""
+        self.exit(USAGE_ERROR, f"{PROG}: error: {where}{one_line(message)} (see {self.prog} --help)\n")
+
+
+def _add_globals(parser: argparse.ArgumentParser, *, sub: bool) -> None:
+    # On a subcommand the defaults are SUPPRESS, so an option given before the
+    # subcommand is not reset when it is not repeated after it.
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if sub else value
+
+    group = parser.add_argument_group("global options")
+    group.add_argument(
+        "--store",
+        metavar="PATH|URL",
+        default=default(os.environ.get(STORE_ENV) or None),
+        help=f"the store: a folder, file://PATH or s3://BUCKET/PREFIX (default: ${STORE_ENV})",
+    )
+    group.add_argument(
+        "--endpoint-url",
+        default=default(None),
+        help="S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: $AWS_ENDPOINT_URL or AWS)",
+    )
+    group.add_argument("--region", default=default(None), help="the bucket's region (default: the AWS chain's)")
+    group.add_argument(
+        "--json", action="store_true", default=default(False), help="print JSON for machines instead of tables"
+    )
+
+
+def _version_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--version",
+        dest="dataset_version",
+        type=int,
+        default=None,
+        metavar="N",
+        help="a retained past version instead of the live one",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (subcommands ls, show, history, verify, plan, vacuum, compact)."""
+    from .. import __version__
+
+    parser = _Parser(
+        prog=PROG,
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"{PROG} {__version__}")
+    _add_globals(parser, sub=False)
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    commands.required = True
+
+    def command(name: str, help: str) -> argparse.ArgumentParser:  # noqa: A002 - argparse's own name
+        sub = commands.add_parser(name, help=help, description=help)
+        _add_globals(sub, sub=True)
+        return sub
+
+    ls = command("ls", "list the datasets under a prefix: key, version, rows, files, bytes, last run id, age")
+    ls.add_argument("prefix", nargs="?", default="", metavar="PREFIX", help="a folder of the store (default: all)")
+
+    show = command("show", "summarize a dataset's manifest: schema, partitioning, file sizes, operation, run id")
+    show.add_argument("key", metavar="KEY")
+    _version_option(show)
+
+    history = command("history", "list a dataset's retained versions, newest first")
+    history.add_argument("key", metavar="KEY")
+
+    verify = command("verify", "check every part against the manifest (exists, size, footer rows, schema, statistics)")
+    verify.add_argument("keys", nargs="*", metavar="KEY")
+    verify.add_argument("--all", action="store_true", help="verify every dataset in the store")
+    _version_option(verify)
+
+    plan = command("plan", "show which files a filtered read selects and which it prunes")
+    plan.add_argument("key", metavar="KEY")
+    plan.add_argument(
+        "--filter",
+        action="append",
+        metavar='"COL OP VALUE"',
+        help="a filter such as 'id > 10', \"region in (eu, us)\" or 'day >= 2024-05-01'; repeat to AND them",
+    )
+    _version_option(plan)
+
+    vacuum = command("vacuum", "delete files no retained version references")
+    vacuum.add_argument("key", metavar="KEY")
+    vacuum.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    vacuum.add_argument(
+        "--retain-versions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="keep only the newest N versions (default: keep every version still retained)",
+    )
+    vacuum.add_argument(
+        "--older-than", default=None, metavar="AGE", help="also drop versions older than AGE (e.g. 7d, 12h)"
+    )
+    vacuum.add_argument(
+        "--grace-period",
+        default="1h",
+        metavar="AGE",
+        help="files no version ever listed are deleted only once older than this (default: 1h)",
+    )
+
+    compact = command("compact", "rewrite small files into files near a target size, as one new version")
+    compact.add_argument("key", metavar="KEY")
+    compact.add_argument("--target-size", default="128MiB", metavar="SIZE", help="target file size (default: 128MiB)")
+    compact.add_argument("--dry-run", action="store_true", help="show what would be rewritten, write nothing")
+    return parser
+
+
+def _fail(message: object, status: int) -> int:
+    print(f"{PROG}: error: {one_line(message)}", file=sys.stderr)
+    return status
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: ``sys.argv[1:]``); return the exit status."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version, or a usage error (already printed)
+        return exc.code if isinstance(exc.code, int) else USAGE_ERROR
+    try:
+        store = open_store(args.store, endpoint_url=args.endpoint_url, region=args.region)
+        return COMMANDS[args.command](args, ParquetDatasetStore(store))
+    except UsageError as exc:
+        return _fail(f"{exc} (see {PROG} {args.command} --help)", USAGE_ERROR)
+    except (ValueError, TypeError) as exc:  # the dataset layer's answer to a bad key, version or filter
+        return _fail(exc, USAGE_ERROR)
+    except (RemoteStoreError, OSError) as exc:
+        return _fail(exc, PROBLEMS)
+    except ImportError as exc:  # boto3 missing for an s3:// store
+        return _fail(exc, PROBLEMS)
+    except KeyboardInterrupt:
+        return _fail("interrupted", 130)
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback, unless asked for
+        if os.environ.get(DEBUG_ENV):
+            traceback.print_exc()
+        return _fail(f"unexpected {type(exc).__name__}: {exc} (set {DEBUG_ENV}=1 for a traceback)", PROBLEMS)

@@ -4,8 +4,10 @@ Three checks per asset, run by Dagster after each materialization (and on
 their own, from the UI or a checks-only run) and shown on the asset page:
 
 ``dataset_integrity``
-    Every part the live manifest lists exists with the manifest's size and row
-    count (read from the Parquet footer). Severity ERROR.
+    ``ParquetDatasetStore.verify_dataset`` of the live version: every part the
+    manifest lists exists with the manifest's size, and its Parquet footer holds
+    the manifest's row count, schema and statistics. Every problem is listed.
+    Severity ERROR.
 ``schema_unchanged``
     The columns and their types equal the asset's declared
     ``dagster/column_schema`` when it has one, otherwise those of the previous
@@ -35,7 +37,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
@@ -54,7 +55,7 @@ from dagster import (
 )
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
-from ..errors import ManifestCorrupted, NotFound, RemoteStoreError
+from ..errors import DatasetNotFound, ManifestCorrupted, NotFound
 from ._presentation import declared_column_schema
 
 #: Names of the checks, as Dagster shows them.
@@ -342,7 +343,7 @@ def _evaluate(
     base["manifest_version"] = MetadataValue.int(live.version)
     out: dict[str, _Outcome] = {}
     if INTEGRITY in selected:
-        out[INTEGRITY] = _integrity(datasets, key, live, base)
+        out[INTEGRITY] = _integrity(datasets, key, base)
     if selected & {SCHEMA, ROW_COUNT}:
         declared = declared_column_schema(target.metadata)
         needs_previous = ROW_COUNT in selected or declared is None
@@ -357,39 +358,28 @@ def _evaluate(
 # ---------------------------------------------------------------------- integrity
 
 
-def _integrity_problems(datasets: ParquetDatasetStore, key: str, manifest: DatasetManifest) -> list[str]:
-    """Every part that is missing, or whose size or footer row count differs from the manifest."""
-    store = datasets.store
-    problems: list[str] = []
-    for entry in manifest.file_entries():
-        path = f"{key}/{entry.path}"
-        try:
-            size = store.size(path)
-        except NotFound:
-            problems.append(f"{entry.path}: missing")
-            continue
-        if entry.size_bytes is not None and size != entry.size_bytes:
-            problems.append(f"{entry.path}: {size} bytes, the manifest says {entry.size_bytes}")
-            continue
-        try:
-            with store.open_input(path, size=size) as source:
-                rows = pq.read_metadata(source).num_rows
-        except (OSError, pa.ArrowException, RemoteStoreError) as exc:
-            problems.append(f"{entry.path}: unreadable footer ({exc})")
-            continue
-        if entry.row_count is not None and rows != entry.row_count:
-            problems.append(f"{entry.path}: footer has {rows} rows, the manifest says {entry.row_count}")
-    return problems
-
-
-def _integrity(datasets: ParquetDatasetStore, key: str, manifest: DatasetManifest, base: dict[str, Any]) -> _Outcome:
-    problems = _integrity_problems(datasets, key, manifest)
-    files = len(manifest.file_entries())
-    metadata = {**base, "files_checked": MetadataValue.int(files), "problems": MetadataValue.int(len(problems))}
-    if not problems:
-        return _Outcome(True, f"all {files} parts match the manifest (version {manifest.version})", metadata)
-    shown = "\n".join(problems[:_PROBLEMS_SHOWN]) + (" ..." if len(problems) > _PROBLEMS_SHOWN else "")
-    text = f"{len(problems)} of {files} parts of version {manifest.version} do not match the manifest:\n{shown}"
+def _integrity(datasets: ParquetDatasetStore, key: str, base: dict[str, Any]) -> _Outcome:
+    """``ParquetDatasetStore.verify_dataset`` of the live version, as a check outcome."""
+    try:
+        report = datasets.verify_dataset(key)
+    except DatasetNotFound as exc:
+        return _Outcome(False, str(exc), base)
+    kinds = sorted({p.kind for p in report.problems})
+    metadata = {
+        **base,
+        "files_checked": MetadataValue.int(report.files_checked),
+        "problems": MetadataValue.int(len(report.problems)),
+    }
+    if report.version is not None:
+        metadata["manifest_version"] = MetadataValue.int(report.version)
+    if report.ok:
+        return _Outcome(
+            True, f"all {report.files_checked} parts match the manifest (version {report.version})", metadata
+        )
+    metadata["problem_kinds"] = MetadataValue.json(kinds)
+    shown = [f"{p.path}: {p.kind}: {p.message}" for p in report.problems[:_PROBLEMS_SHOWN]]
+    more = " ..." if len(report.problems) > _PROBLEMS_SHOWN else ""
+    text = f"{len(report.problems)} problem(s) in version {report.version}:\n" + "\n".join(shown) + more
     return _Outcome(False, text, metadata)
 
 

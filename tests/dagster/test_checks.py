@@ -310,3 +310,18 @@ def test_checks_refuse_another_io_manager(instance: dg.DagsterInstance) -> None:
     assert not result.success
     [failure] = [e for e in result.all_events if e.is_step_failure]
     assert "need a RemoteStoreIOManager" in str(failure.step_failure_data.error)
+
+
+def test_multi_assets_and_specs_get_checks_per_key(root: str, instance: dg.DagsterInstance) -> None:
+    @dg.multi_asset(outs={"left": dg.AssetOut(), "right": dg.AssetOut()})
+    def pair() -> Iterator[dg.Output]:
+        yield dg.Output(pa.table({"v": [1, 2]}), output_name="left")
+        yield dg.Output(pa.table({"v": [1]}), output_name="right")
+
+    checks = build_dataset_checks([pair])
+    assert sorted(k.asset_key.to_user_string() for c in checks for k in c.check_keys) == ["left"] * 3 + ["right"] * 3
+    found = dg.materialize([pair, *checks], instance=instance, resources={"io_manager": _io(root)})
+    evaluations = found.get_asset_check_evaluations()
+    assert len(evaluations) == 6 and all(e.passed for e in evaluations)
+    spec_checks = build_dataset_checks([dg.AssetSpec("external_table")])
+    assert {k.name for k in spec_checks[0].check_keys} == {"dataset_integrity", "schema_unchanged", "row_count_change"}

@@ -135,3 +135,32 @@ def test_an_overwrite_without_descriptions_drops_them() -> None:
     manifest = datasets.write_dataset(pa.table({"a": [2]}), "k", overwrite=True)
     assert not manifest.schema.field("a").metadata
     assert not datasets.read_dataset("k").schema.field("a").metadata
+
+
+def test_preview_of_awkward_values(root: str) -> None:
+    """Nulls, bytes, nested values, long strings and an empty output all give a well-formed table."""
+
+    @dg.asset
+    def awkward() -> pa.Table:
+        return pa.table(
+            {
+                "b": pa.array([b"\x00\xff", None], pa.binary()),
+                "nested": pa.array([{"x": [1, 2]}, None]),
+                "long": ["y" * 500, ""],
+            }
+        )
+
+    @dg.asset
+    def empty() -> pa.Table:
+        return pa.table({"x": pa.array([], pa.int64())})
+
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    result = dg.materialize([awkward, empty], resources={"io_manager": io})
+    md = result.asset_materializations_for_node("awkward")[0].metadata["preview"].md_str
+    rows = _preview_rows(md)
+    assert len(rows) == 2
+    assert all(row.count(" | ") == 2 for row in rows)  # three cells per row, nothing leaked a separator
+    assert max(len(cell) for row in rows for cell in row.split(" | ")) <= 82  # cut at 80 characters (+ "| ")
+    assert "…" in rows[0]
+    empty_md = result.asset_materializations_for_node("empty")[0].metadata["preview"].md_str
+    assert empty_md.splitlines() == ["| x |", "|---|"]

@@ -325,3 +325,25 @@ def test_multi_assets_and_specs_get_checks_per_key(root: str, instance: dg.Dagst
     assert len(evaluations) == 6 and all(e.passed for e in evaluations)
     spec_checks = build_dataset_checks([dg.AssetSpec("external_table")])
     assert {k.name for k in spec_checks[0].check_keys} == {"dataset_integrity", "schema_unchanged", "row_count_change"}
+
+
+def test_checks_on_s3_find_an_object_deleted_behind_dagsters_back(
+    moto_endpoint: str, instance: dg.DagsterInstance
+) -> None:
+    import boto3
+
+    from dagster_parquet_dataset.dagster_io import S3StoreResource
+
+    from ..conftest import make_bucket
+
+    bucket = make_bucket(moto_endpoint)
+    io = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=moto_endpoint))
+    checks = build_dataset_checks([orders])
+    assert all(e.passed for e in _run([orders], checks, instance, io).values())
+    [part] = io.datasets.read_manifest("orders").parts
+    boto3.client("s3", endpoint_url=moto_endpoint, region_name="us-east-1").delete_object(
+        Bucket=bucket, Key=f"lake/orders/{part}"
+    )
+    found = _run([orders], checks, instance, io, checks_only=True)
+    assert not found["dataset_integrity"].passed
+    assert found["dataset_integrity"].metadata["problem_kinds"].value == ["missing"]

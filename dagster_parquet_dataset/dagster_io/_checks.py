@@ -214,7 +214,10 @@ def _checks_for(target: _Target, settings: _Settings, blocking: bool) -> AssetCh
             AssetCheckSpec(
                 INTEGRITY,
                 asset=target.key,
-                description="Every part in the manifest exists with the manifest's size and footer row count.",
+                description=(
+                    "Every part in the manifest exists with its recorded size; its footer holds the recorded "
+                    "row count, schema and statistics."
+                ),
                 blocking=blocking,
                 partitions_def=target.partitions_def,
             ),

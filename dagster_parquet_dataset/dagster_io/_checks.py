@@ -150,8 +150,10 @@ def build_dataset_checks(
 ) -> list[AssetChecksDefinition]:
     """Asset checks ``dataset_integrity``, ``schema_unchanged`` and ``row_count_change`` for each asset.
 
-    Returns one ``AssetChecksDefinition`` per asset (its three checks run in
-    one step, and each can be run alone); pass them to ``Definitions(asset_checks=...)``.
+    Returns ``AssetChecksDefinition`` objects (pass them to
+    ``Definitions(asset_checks=...)``): the assets that share an IO manager key
+    and a partitions definition are checked in one step, which runs after the
+    assets of the run it checks; each check can also be run alone.
 
     Args:
         assets: the assets stored by a ``RemoteStoreIOManager`` (each key of a
@@ -187,7 +189,16 @@ def build_dataset_checks(
         if not isinstance(severity, AssetCheckSeverity):
             raise TypeError(f"{name} must be an AssetCheckSeverity, got {severity!r}")
     settings = _Settings(schema_severity, row_count_severity, row_count_min_ratio, row_count_max_ratio)
-    return [_checks_for(target, settings, blocking) for target in _targets(assets, io_manager_key)]
+    groups: list[list[_Target]] = []
+    for target in _targets(assets, io_manager_key):
+        for group in groups:
+            first = group[0]
+            if first.io_manager_key == target.io_manager_key and first.partitions_def == target.partitions_def:
+                group.append(target)
+                break
+        else:
+            groups.append([target])
+    return [_checks_for(group, settings, blocking) for group in groups]
 
 
 @dataclass(frozen=True)
@@ -207,10 +218,10 @@ def _describe_ratios(settings: _Settings) -> str:
     return " and ".join(bounds) or "any ratio"
 
 
-def _checks_for(target: _Target, settings: _Settings, blocking: bool) -> AssetChecksDefinition:
+def _specs(target: _Target, settings: _Settings, blocking: bool) -> list[AssetCheckSpec]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PreviewWarning)  # partitioned check specs are a preview feature
-        specs = [
+        return [
             AssetCheckSpec(
                 INTEGRITY,
                 asset=target.key,
@@ -237,15 +248,25 @@ def _checks_for(target: _Target, settings: _Settings, blocking: bool) -> AssetCh
             ),
         ]
 
+
+def _checks_for(group: list[_Target], settings: _Settings, blocking: bool) -> AssetChecksDefinition:
+    """One step checking every asset of ``group`` (same IO manager key and partitions) that the run selects."""
+    first = group[0]
+    name = first.key.to_python_identifier() + (f"_and_{len(group) - 1}_more" if len(group) > 1 else "")
+    names = ", ".join(t.key.to_user_string() for t in group)
+
     @multi_asset_check(
-        name=f"{target.key.to_python_identifier()}_dataset_checks",
-        specs=specs,
+        name=f"{name}_dataset_checks",
+        specs=[spec for target in group for spec in _specs(target, settings, blocking)],
         can_subset=True,
-        required_resource_keys={target.io_manager_key},
-        description=f"Manifest checks of {target.key.to_user_string()} (dagster-parquet-dataset).",
+        required_resource_keys={first.io_manager_key},
+        description=f"Manifest checks of {names} (dagster-parquet-dataset).",
     )
     def _dataset_checks(context):  # type: ignore[no-untyped-def]  # Dagster reads the annotation; leave it blank
-        return _run(context, target, settings)
+        selected = {k.asset_key for k in context.selected_asset_check_keys}
+        for target in group:
+            if target.key in selected:
+                yield from _run(context, target, settings)
 
     return _dataset_checks
 

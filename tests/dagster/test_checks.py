@@ -319,6 +319,8 @@ def test_multi_assets_and_specs_get_checks_per_key(root: str, instance: dg.Dagst
         yield dg.Output(pa.table({"v": [1]}), output_name="right")
 
     checks = build_dataset_checks([pair])
+    assert len(checks) == 1  # one step checks both keys
+    assert len(build_dataset_checks([pair, daily])) == 2  # other partitions: another step
     assert sorted(k.asset_key.to_user_string() for c in checks for k in c.check_keys) == ["left"] * 3 + ["right"] * 3
     found = dg.materialize([pair, *checks], instance=instance, resources={"io_manager": _io(root)})
     evaluations = found.get_asset_check_evaluations()

@@ -34,6 +34,7 @@ from .storage import Capability, FileInfo, LocalStore, MemoryStore, S3Store, Sto
 __version__ = "0.1.0"
 
 _DAGSTER_NAMES = ("RemoteStoreIOManager", "LocalStoreResource", "S3StoreResource", "InMemoryStoreResource")
+_DAGSTER_NAMES += ("build_dataset_checks", "observable_dataset")
 
 
 def __getattr__(name: str) -> object:
@@ -74,4 +75,6 @@ __all__ = [
     "VerifyProblem",
     "VerifyReport",
     "VersionNotRetained",
+    "build_dataset_checks",
+    "observable_dataset",
 ]

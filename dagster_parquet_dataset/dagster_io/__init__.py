@@ -3,6 +3,8 @@
 Importing this package imports ``dagster``; the core package does not.
 """
 
+from ._checks import build_dataset_checks
+from ._observe import observable_dataset
 from ._ownership import DatasetKeyCollision
 from .handlers import (
     OPTIONAL_HANDLERS,
@@ -40,9 +42,11 @@ __all__ = [
     "StoreResource",
     "TypeHandler",
     "UnsupportedTypeError",
+    "build_dataset_checks",
     "builtin_handlers",
     "default_handlers",
     "default_registry",
     "escape_segment",
+    "observable_dataset",
     "unescape_segment",
 ]

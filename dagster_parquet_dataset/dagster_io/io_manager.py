@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 from dagster import (
+    AssetKey,
     ConfigurableIOManager,
     ExecutorRequirement,
     InitResourceContext,
@@ -25,8 +26,7 @@ from dagster import (
     MultiPartitionKey,
     MultiPartitionsDefinition,
     OutputContext,
-    TableColumn,
-    TableSchema,
+    PartitionsDefinition,
 )
 from dagster._core.errors import DagsterInvariantViolationError
 from pydantic import Field, PrivateAttr
@@ -42,6 +42,7 @@ from ..errors import (
 )
 from . import _context as _ctx
 from . import _ownership as _own
+from . import _presentation as _present
 from . import keys as keys_mod
 from .handlers import (
     ASSET_KEY_KEY,
@@ -194,6 +195,11 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             commit (for the ``version`` input metadata); ``1`` (the default) keeps
             only the newest version's files, ``None`` keeps every version until
             ``ParquetDatasetStore.vacuum``.
+        preview_rows: rows of each output shown in its ``preview`` output metadata
+            (a Markdown table taken from the data as it is written); ``0`` turns it off.
+            An asset's ``dagster/column_schema`` column descriptions are written into the
+            Parquet field metadata and reported in the output's ``dagster/column_schema``
+            (see :mod:`._presentation`).
     """
 
     store: StoreResource = Field(
@@ -218,6 +224,15 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         description=(
             "How many versions of each dataset stay readable (for the 'version' input metadata): 1 keeps only "
             "the newest; unset (None) keeps every version until ParquetDatasetStore.vacuum."
+        ),
+    )
+
+    preview_rows: int = Field(
+        default=5,
+        ge=0,
+        description=(
+            "Rows of each output shown as a table preview in its output metadata ('preview'), taken from "
+            "the data as it is written; 0 turns the preview off."
         ),
     )
 
@@ -307,6 +322,28 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     def _asset_key_for_partition(self, asset_path: Sequence[str], partitions_def: Any, partition_key: str) -> str:
         values, _ = self._partition_values(partitions_def, partition_key)
         return keys_mod.asset_dataset_key(self._prefix or "", asset_path, values)
+
+    def dataset_key_for(
+        self,
+        asset_key: AssetKey | Sequence[str] | str,
+        partition_key: str | None = None,
+        partitions_def: PartitionsDefinition | None = None,
+    ) -> str:
+        """The dataset key this IO manager stores an asset (or one partition of it) under.
+
+        The same key :meth:`output_dataset_key` gives the asset's output, for code
+        that has no output context (asset checks, observations, scripts).
+        ``partitions_def`` is needed for a multi-dimension partition key given as
+        a string (``"eu|2024-01-01"``); a ``MultiPartitionKey`` carries its dimensions.
+
+        Raises:
+            ValueError: an empty asset key, or a multi-dimension key that ``partitions_def`` cannot parse.
+        """
+        self._dataset_store()
+        path = list(AssetKey.from_coercible(asset_key).path)
+        if partition_key is None:
+            return keys_mod.asset_dataset_key(self._prefix or "", path)
+        return self._asset_key_for_partition(path, partitions_def, partition_key)
 
     def output_dataset_key(self, context: OutputContext) -> str:
         """The dataset key an output is written to.
@@ -418,6 +455,9 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 + (f" of asset {context.asset_key.to_user_string()}" if context.has_asset_key else "")
                 + f": it is a {_type_label(type(obj))}. Supported types: {self.registry.describe_supported()}."
             )
+        handler = _present.PresentingHandler(
+            handler, _present.declared_descriptions(context.definition_metadata), self.preview_rows
+        )
         metadata = self._manifest_metadata(context, handler)
         _own.check_owner(self._recorded_metadata(datasets, key), _own.owner(metadata), key=key, writing=True)
         run_id = self._run_id(context)
@@ -561,7 +601,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         manifest = written.manifest
         schema = manifest.schema
         column_schema = (
-            TableSchema(columns=[TableColumn(name=f.name, type=str(f.type)) for f in schema])
+            _present.column_schema(schema, _present.declared_descriptions(context.definition_metadata))
             if schema is not None
             else None
         )
@@ -587,6 +627,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             out["partition_by"] = MetadataValue.json(partition_by)
         out.update(written.extra)
         out["python_type"] = MetadataValue.text(handler.type_name)
+        out.update(_present.preview_metadata(getattr(handler, "preview", None), written.rows))
         return out
 
     # ------------------------------------------------------------------ input

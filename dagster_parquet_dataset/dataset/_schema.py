@@ -56,7 +56,8 @@ def _view_in_struct_in_list(typ: pa.DataType, in_list: bool = False, in_struct: 
 def stored_schema(schema: pa.Schema, *, key: str = "") -> pa.Schema:
     """``schema`` as a Parquet file written with it reads back (pyarrow's own writer and reader).
 
-    Schema-level metadata is kept as given.
+    Schema-level metadata and each top-level field's metadata (e.g. a column
+    ``description``) are kept as given.
 
     Raises:
         TypeError: a column's type cannot be stored in Parquet (or pyarrow's
@@ -70,7 +71,8 @@ def stored_schema(schema: pa.Schema, *, key: str = "") -> pa.Schema:
             f"inside a list, as column(s) {', '.join(views)} have; cast those fields to string/binary first"
         )
     try:
-        stored = _round_trip(bare)
+        # The cache compares schemas without metadata, so round-trip them without it and put it back.
+        stored = _round_trip(pa.schema([f.remove_metadata() for f in bare]))
     except (pa.ArrowNotImplementedError, pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         bad = []
         for field in bare:
@@ -82,6 +84,10 @@ def stored_schema(schema: pa.Schema, *, key: str = "") -> pa.Schema:
             f"dataset {key!r}: Parquet cannot store column(s) {', '.join(bad) or '?'} ({exc}); "
             "cast them to a type Parquet can hold first"
         ) from None
+    if any(f.metadata for f in bare):
+        stored = pa.schema(
+            [s.with_metadata(f.metadata) if f.metadata else s for s, f in zip(stored, bare, strict=True)]
+        )
     return stored.with_metadata(schema.metadata) if schema.metadata else stored
 
 

@@ -3,6 +3,8 @@
 Every output is a Parquet dataset written by ``RemoteStoreIOManager``: on a
 local folder (``example_project/data`` unless ``PDS_DATA_ROOT`` says
 otherwise) by default, on S3 with ``PDS_STORE=s3`` (see :mod:`.resources`).
+Each asset has the dataset checks of :mod:`.checks`; :mod:`.maintenance`
+compacts the customer dimension on a weekly schedule.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from collections.abc import Mapping
 import dagster as dg
 
 from .assets import ALL_ASSETS
+from .checks import DATASET_CHECKS
 from .jobs import daily_events_job, marts_job, spark_orders_job
+from .maintenance import compact_dim_customers_job, compact_dim_customers_schedule
 from .resources import build_resources
 
 
@@ -24,7 +28,9 @@ def build_definitions(environ: Mapping[str, str] | None = None) -> dg.Definition
     """
     return dg.Definitions(
         assets=ALL_ASSETS,
-        jobs=[daily_events_job, marts_job, spark_orders_job],
+        asset_checks=DATASET_CHECKS,
+        jobs=[daily_events_job, marts_job, spark_orders_job, compact_dim_customers_job],
+        schedules=[compact_dim_customers_schedule],
         resources=build_resources(environ),
     )
 

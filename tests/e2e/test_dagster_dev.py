@@ -47,7 +47,7 @@ _WITH_DEFAULT_SIGINT = [
 ]
 
 STARTUP_TIMEOUT_S = 120.0
-RUN_TIMEOUT_S = 180.0
+RUN_TIMEOUT_S = 360.0  # five steps (four assets and their dataset checks), each a process that imports Dagster
 SHUTDOWN_TIMEOUT_S = 30.0
 
 

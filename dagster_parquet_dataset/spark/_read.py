@@ -198,7 +198,11 @@ class _Part:
         Raises:
             DatasetIncomplete: the file is missing, unreadable, or disagrees with the manifest.
         """
-        _verify_footer(store, self.key, self.entry, self.expected, self.expected_hash)
+        try:
+            _verify_footer(store, self.key, self.entry, self.expected, self.expected_hash)
+        except DatasetIncomplete as exc:
+            _about(exc, self.key)
+            raise
 
 
 @dataclass(frozen=True)
@@ -279,6 +283,12 @@ class _TaskReader:
                 yield from table.to_batches()
 
 
+def _about(exc: BaseException, key: str) -> None:
+    """Record on ``exc`` the dataset it is about (``dataset_key``), as the IO manager's ``read_many`` contract asks."""
+    if getattr(exc, "dataset_key", None) is None:
+        exc.dataset_key = key  # type: ignore[attr-defined]
+
+
 def _latest_manifest(datasets: ParquetDatasetStore, key: str) -> DatasetManifest | None:
     try:
         return datasets.read_manifest(key)
@@ -287,6 +297,15 @@ def _latest_manifest(datasets: ParquetDatasetStore, key: str) -> DatasetManifest
 
 
 def _plan_source(datasets: ParquetDatasetStore, key: str, filters: Any, version: int | None) -> _Source:
+    """:func:`_plan_one`, with ``key`` recorded on a ``DatasetIncomplete`` (``DatasetNotFound`` included)."""
+    try:
+        return _plan_one(datasets, key, filters, version)
+    except DatasetIncomplete as exc:
+        _about(exc, key)
+        raise
+
+
+def _plan_one(datasets: ParquetDatasetStore, key: str, filters: Any, version: int | None) -> _Source:
     """Plan ``key``'s read from its manifest (``plan_read``), once every selected part exists with its size.
 
     Only the selected parts are checked: a part the filters prune is never touched.

@@ -160,7 +160,10 @@ class SparkDataFrameHandler(TypeHandler):
         return read_spark_datasets(spark, datasets, keys, columns=columns, filters=filters or None)
 
     def combine(self, objs: Sequence[Any]) -> DataFrame:
-        """Union the partitions' DataFrames by column name, in order.
+        """Union DataFrames by column name, in order.
+
+        Inputs over several partitions do not use this (:meth:`read_many` reads
+        them as one scan); it remains for callers that hold DataFrames already.
 
         Raises:
             ValueError: the partitions' columns or types cannot be unioned.

@@ -133,7 +133,7 @@ def bench_pruned(spark: SparkSession, root: str, n_files: int, repeat: int) -> b
     for r in range(repeat + 1):
         t1, _, got = timed(lambda: read_spark_dataset(spark, datasets, "events", filters=filters).collect())
         t2, _, want = timed(lambda: spark.read.parquet(*files).where(f"id = {target_id}").collect())
-        assert [row["id"] for row in got] == [row["id"] for row in want] == [target_id]  # type: ignore[union-attr]
+        assert [row["id"] for row in got] == [row["id"] for row in want] == [target_id]  # type: ignore[attr-defined]
         if r:
             ours.append(t1)
             theirs.append(t2)

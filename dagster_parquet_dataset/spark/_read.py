@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..dataset._pruning import DNF, Predicate, discrete_bounds
-from ..dataset._read import check_columns
+from ..dataset._read import _check_identity, check_columns
 from ..dataset._stats import type_kind
 from ..dataset.manifest import DatasetManifest, FileEntry, schema_hash
 from ..dataset.store import ParquetDatasetStore
@@ -127,7 +127,8 @@ def _check_footer(
     """The dataset layer's per-part checks, on a part's footer.
 
     Raises:
-        DatasetIncomplete: the size, row count or schema disagrees with the manifest.
+        DatasetIncomplete: the size, row count or schema disagrees with the manifest, or the
+            file is another part (its path tag or statistics are not the manifest's).
     """
     if entry.size_bytes is not None and size != entry.size_bytes:
         raise DatasetIncomplete(
@@ -146,6 +147,8 @@ def _check_footer(
                 f"dataset {dataset_key!r}: part {entry.path!r} has schema {schema} "
                 f"but the manifest records {expected_schema}"
             )
+        # The path the writer tagged the part with, and its statistics: a part moved or swapped on storage.
+        _check_identity(dataset_key, entry, parquet.metadata, expected_schema)
     elif expected_hash is not None and schema_hash(schema) != expected_hash:
         raise DatasetIncomplete(
             f"dataset {dataset_key!r}: part {entry.path!r} has a schema whose hash {schema_hash(schema)} "

@@ -21,12 +21,13 @@ import json
 import sys
 import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
-from ..errors import ManifestCorrupted, NotFound
+from ..errors import DatasetIncomplete, ManifestCorrupted, NotFound
 
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
@@ -147,6 +148,61 @@ class TypeHandler(abc.ABC):
         Raises:
             ValueError: the partitions' schemas cannot be concatenated.
         """
+
+    def read_many(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        keys: Sequence[str],
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+    ) -> Any:
+        """Read several datasets as one value over the union of their rows, in ``keys`` order.
+
+        The IO manager calls this for an input over several partitions (not
+        annotated as a ``dict``), with the keys of the partitions that exist.
+        The default reads each key with :meth:`read` (on up to
+        :data:`READ_MANY_THREADS` threads) and joins them with :meth:`combine`;
+        a handler that can scan many datasets at once overrides it.
+
+        Raises:
+            DatasetNotFound / DatasetIncomplete: a dataset is absent, incomplete or
+                damaged; the message names its key, and the exception's
+                ``dataset_key`` attribute is that key.
+            ValueError / TypeError: a requested column does not exist, malformed
+                filters, or schemas that cannot be combined.
+        """
+        keys = list(keys)
+
+        def one(key: str) -> Any:
+            try:
+                return self.read(context, datasets, key, columns=columns, **_filter_kwargs(filters))
+            except DatasetIncomplete as exc:  # DatasetNotFound included
+                _with_key(exc, key)
+                raise
+
+        if len(keys) == 1:
+            return one(keys[0])
+        with ThreadPoolExecutor(
+            max_workers=min(READ_MANY_THREADS, max(len(keys), 1)), thread_name_prefix="pds-read-many"
+        ) as pool:
+            return self.combine(list(pool.map(one, keys)))
+
+
+#: Threads :meth:`TypeHandler.read_many`'s default uses to read datasets at once.
+READ_MANY_THREADS = 8
+
+
+def _filter_kwargs(filters: Any) -> dict[str, Any]:
+    """``{"filters": filters}`` when set: :meth:`TypeHandler.read` gets ``filters`` only when an input sets them."""
+    return {} if filters is None else {"filters": filters}
+
+
+def _with_key(exc: BaseException, key: str) -> None:
+    """Set ``exc``'s ``dataset_key`` attribute to ``key`` (the dataset it is about), unless already set."""
+    if getattr(exc, "dataset_key", None) is None:
+        exc.dataset_key = key  # type: ignore[attr-defined]
 
 
 def _is_subclass(python_type: type, module: str, attr: str) -> bool:

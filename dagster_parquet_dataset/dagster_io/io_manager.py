@@ -133,6 +133,18 @@ def _counted(
     return pa.RecordBatchReader.from_batches(data.schema, batches()), lambda: seen[0]
 
 
+def _failed_target(exc: Exception, targets: Sequence[tuple[str | None, str]]) -> tuple[str | None, str] | None:
+    """The ``(partition_key, dataset_key)`` a read error is about: its ``dataset_key`` attribute, else the
+    longest key whose ``repr`` its message contains; ``None`` when neither tells."""
+    key = getattr(exc, "dataset_key", None)
+    for target in targets:
+        if target[1] == key:
+            return target
+    message = str(exc)
+    named = [t for t in targets if repr(t[1]) in message]
+    return max(named, key=lambda t: len(t[1])) if named else None
+
+
 class RemoteStoreIOManager(ConfigurableIOManager):
     """Stores every asset and op output as a Parquet dataset on a store.
 
@@ -754,6 +766,32 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         else:
             handler = self._handler_for_annotation(context, element_type)
 
+        def translated(exc: Exception, partition_key: str | None, key: str) -> Exception:
+            """``exc`` (from reading ``key``) re-worded to name the partition, or ``exc`` itself."""
+            if isinstance(exc, DatasetNotFound):
+                return DatasetNotFound(
+                    f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is absent "
+                    f"(nothing stored at {datasets.store.uri(key)}); materialize it first"
+                    + ("" if partition_key is None else ", or set allow_missing_partitions on the input")
+                )
+            if isinstance(exc, DatasetIncomplete):
+                new: Exception = DatasetIncomplete(
+                    f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is incomplete: {exc}"
+                )
+            elif isinstance(exc, VersionNotRetained):
+                new = VersionNotRetained(
+                    f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}. "
+                    "Set retain_versions on RemoteStoreIOManager to keep more versions readable."
+                )
+            elif isinstance(exc, NotFound):  # a version newer than the latest
+                new = NotFound(
+                    f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}"
+                )
+            else:
+                return exc
+            new.__cause__ = exc
+            return new
+
         def read_one(target: tuple[str | None, str]) -> tuple[bool, Any]:
             partition_key, key = target
             _own.check_owner(
@@ -767,35 +805,51 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             except DatasetNotFound:
                 if allow_missing and partition_key is not None:
                     return False, None
-                raise DatasetNotFound(
-                    f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is absent "
-                    f"(nothing stored at {datasets.store.uri(key)}); materialize it first"
-                    + ("" if partition_key is None else ", or set allow_missing_partitions on the input")
-                ) from None
+                raise translated(DatasetNotFound(key), partition_key, key) from None
+            except NotFound as exc:  # VersionNotRetained, or a version newer than the latest
+                raise translated(exc, partition_key, key) from exc
             except DatasetIncomplete as exc:
-                raise DatasetIncomplete(
-                    f"cannot load {self._describe(context, partition_key)}: dataset {key!r} is incomplete: {exc}"
-                ) from exc
-            except VersionNotRetained as exc:
-                raise VersionNotRetained(
-                    f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}. "
-                    "Set retain_versions on RemoteStoreIOManager to keep more versions readable."
-                ) from exc
-            except NotFound as exc:  # a version newer than the latest
-                raise NotFound(
-                    f"cannot load {self._describe(context, partition_key)} at version {options.version}: {exc}"
-                ) from exc
+                raise translated(exc, partition_key, key) from exc
 
-        if len(targets) == 1:
-            results = [read_one(targets[0])]
+        def probe(target: tuple[str | None, str]) -> bool:
+            """Check ``target``'s owner and whether it exists, from its manifest alone (one GET)."""
+            partition_key, key = target
+            try:
+                recorded = datasets.read_manifest(key).metadata
+            except ManifestCorrupted:
+                return True  # the read reports it
+            except NotFound:
+                # No manifest: absent, or incomplete. Only here does the dataset layer look further.
+                try:
+                    datasets.plan_read(key)
+                except DatasetNotFound:
+                    if allow_missing and partition_key is not None:
+                        return False
+                    raise translated(DatasetNotFound(key), partition_key, key) from None
+                except DatasetIncomplete as exc:
+                    raise translated(exc, partition_key, key) from exc
+                recorded = self._recorded_metadata(datasets, key)  # written meanwhile
+            _own.check_owner(recorded, self._expected_owner(context, partition_key), key=key, writing=False)
+            return True
+
+        if as_dict or len(targets) == 1:
+            if len(targets) == 1:
+                results = [read_one(targets[0])]
+            else:
+                with ThreadPoolExecutor(
+                    max_workers=min(_PARTITION_READ_THREADS, len(targets)), thread_name_prefix="pds-load"
+                ) as pool:
+                    results = list(pool.map(read_one, targets))
+            found = [ok for ok, _obj in results]
         else:
             with ThreadPoolExecutor(
                 max_workers=min(_PARTITION_READ_THREADS, len(targets)), thread_name_prefix="pds-load"
             ) as pool:
-                results = list(pool.map(read_one, targets))
+                found = list(pool.map(probe, targets))
+            results = []
 
-        loaded = [(pk, obj) for (pk, _key), (found, obj) in zip(targets, results, strict=True) if found]
-        missing = [pk for (pk, _key), (found, _obj) in zip(targets, results, strict=True) if not found]
+        missing = [pk for (pk, _key), ok in zip(targets, found, strict=True) if not ok]
+        present = [(pk, key) for (pk, key), ok in zip(targets, found, strict=True) if ok]
         if missing:
             context.log.warning(
                 f"{self._describe(context, None)}: skipped {len(missing)} missing partition(s) "
@@ -803,18 +857,53 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 + (" ..." if len(missing) > 10 else "")
             )
         if as_dict:
-            return {str(pk): obj for pk, obj in loaded}
-        if not partitioned:
-            return loaded[0][1]
-        if not loaded:
+            return {str(pk): obj for (pk, _key), (ok, obj) in zip(targets, results, strict=True) if ok}
+        if results and results[0][0]:  # a single target, found
+            return results[0][1]
+        if not present:
             raise DatasetNotFound(
                 f"cannot load {self._describe(context, None)}: none of the {len(targets)} requested partitions "
                 f"exists (first: {targets[0][1]!r}); allow_missing_partitions skips missing partitions, but "
                 "at least one is needed"
             )
-        if len(loaded) == 1:
-            return loaded[0][1]
-        try:
-            return handler.combine([obj for _pk, obj in loaded])
-        except ValueError as exc:
-            raise ValueError(f"cannot concatenate the partitions of {self._describe(context, None)}: {exc}") from exc
+        return self._read_many(context, handler, present, columns, options.filters, allow_missing, translated)
+
+    def _read_many(
+        self,
+        context: InputContext,
+        handler: TypeHandler,
+        present: list[tuple[str | None, str]],
+        columns: Sequence[str] | None,
+        filters: Any,
+        allow_missing: bool,
+        translated: Callable[[Exception, str | None, str], Exception],
+    ) -> Any:
+        """``handler.read_many`` over the partitions found present, with errors naming the partition.
+
+        A partition deleted between the presence check and the read is skipped
+        with ``allow_missing_partitions`` (the read starts again without it).
+        """
+        datasets = self._dataset_store()
+        while True:
+            try:
+                return handler.read_many(
+                    context, datasets, [key for _pk, key in present], columns=columns, filters=filters
+                )
+            except DatasetIncomplete as exc:  # DatasetNotFound included
+                failed = _failed_target(exc, present)
+                if failed is None:
+                    raise
+                if isinstance(exc, DatasetNotFound) and allow_missing and len(present) > 1:
+                    context.log.warning(
+                        f"{self._describe(context, None)}: skipped partition {failed[0]!r}, deleted while "
+                        "loading (allow_missing_partitions)"
+                    )
+                    present = [t for t in present if t != failed]
+                    continue
+                raise translated(exc, failed[0], failed[1]) from exc
+            except ValueError as exc:
+                if "concatenat" not in str(exc):  # combine's errors say the partitions cannot be concatenated
+                    raise
+                raise ValueError(
+                    f"cannot concatenate the partitions of {self._describe(context, None)}: {exc}"
+                ) from exc

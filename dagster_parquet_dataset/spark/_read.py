@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..dataset._pruning import DNF, Predicate, discrete_bounds
-from ..dataset._read import check_columns, plan
+from ..dataset._read import _check_identity, check_columns
 from ..dataset._stats import type_kind
 from ..dataset.manifest import DatasetManifest, FileEntry, schema_hash
 from ..dataset.store import ParquetDatasetStore
@@ -112,15 +112,8 @@ def _verify_present(store: Store, dataset_key: str, entries: Sequence[FileEntry]
 
 def _file_schema(schema: pa.Schema, manifest: DatasetManifest, entry: FileEntry) -> pa.Schema:
     """The columns ``entry``'s file itself holds: not the partition columns, not columns added after it."""
-    skip = set(getattr(manifest, "partition_by", ()) or ()) | set(getattr(entry, "missing_columns", ()) or ())
+    skip = set(manifest.partition_by) | set(entry.missing_columns)
     return pa.schema([f for f in schema if f.name not in skip]) if skip else schema
-
-
-def _has_constants(manifest: DatasetManifest) -> bool:
-    """Whether some files lack columns the read must fill in (partition values, later-added columns)."""
-    return bool(getattr(manifest, "partition_by", ())) or any(
-        getattr(e, "missing_columns", ()) or getattr(e, "partition_values", None) for e in manifest.files
-    )
 
 
 def _check_footer(
@@ -134,7 +127,8 @@ def _check_footer(
     """The dataset layer's per-part checks, on a part's footer.
 
     Raises:
-        DatasetIncomplete: the size, row count or schema disagrees with the manifest.
+        DatasetIncomplete: the size, row count or schema disagrees with the manifest, or the
+            file is another part (its path tag or statistics are not the manifest's).
     """
     if entry.size_bytes is not None and size != entry.size_bytes:
         raise DatasetIncomplete(
@@ -153,6 +147,8 @@ def _check_footer(
                 f"dataset {dataset_key!r}: part {entry.path!r} has schema {schema} "
                 f"but the manifest records {expected_schema}"
             )
+        # The path the writer tagged the part with, and its statistics: a part moved or swapped on storage.
+        _check_identity(dataset_key, entry, parquet.metadata, expected_schema)
     elif expected_hash is not None and schema_hash(schema) != expected_hash:
         raise DatasetIncomplete(
             f"dataset {dataset_key!r}: part {entry.path!r} has a schema whose hash {schema_hash(schema)} "
@@ -184,6 +180,58 @@ def _verify_footer(
 
 
 @dataclass(frozen=True)
+class _Part:
+    """One selected file of a read, with what its footer must show.
+
+    Attributes:
+        key: the dataset it belongs to.
+        entry: its manifest entry (path, size, rows, partition values, missing columns).
+        expected: the schema the file itself must have, or ``None`` for a Spec-only manifest.
+        expected_hash: the manifest's schema hash when ``expected`` is ``None``.
+    """
+
+    key: str
+    entry: FileEntry
+    expected: pa.Schema | None
+    expected_hash: str | None
+
+    def check(self, store: Store) -> None:
+        """Open the file and check its footer against the manifest (on the driver).
+
+        Raises:
+            DatasetIncomplete: the file is missing, unreadable, or disagrees with the manifest.
+        """
+        try:
+            _verify_footer(store, self.key, self.entry, self.expected, self.expected_hash)
+        except DatasetIncomplete as exc:
+            _about(exc, self.key)
+            raise
+
+
+@dataclass(frozen=True)
+class _Source:
+    """One dataset's contribution to a read: the version planned, its stored schema, its selected files."""
+
+    key: str
+    manifest: DatasetManifest
+    schema: pa.Schema
+    selected: tuple[FileEntry, ...]
+    dnf: DNF | None
+
+    def parts(self) -> list[_Part]:
+        has_schema = self.manifest.arrow_schema is not None
+        return [
+            _Part(
+                self.key,
+                entry,
+                _file_schema(self.schema, self.manifest, entry) if has_schema else None,
+                None if has_schema else self.manifest.schema_hash,
+            )
+            for entry in self.selected
+        ]
+
+
+@dataclass(frozen=True)
 class _TaskReader:
     """The function ``mapInArrow`` runs on the executors (pickled with the store and the part list).
 
@@ -194,32 +242,28 @@ class _TaskReader:
     """
 
     store: Store
-    key: str
-    manifest: DatasetManifest
-    schema: pa.Schema  # the whole stored schema
-    entries: tuple[FileEntry, ...]
+    schema: pa.Schema  # the whole stored schema (the union of the datasets' schemas)
+    parts: tuple[_Part, ...]
     target: pa.Schema  # the output: requested columns, as Spark takes them
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                yield from self._read(self.entries[index])
+                yield from self._read(self.parts[index])
 
-    def _read(self, entry: FileEntry) -> Iterator[pa.RecordBatch]:
+    def _read(self, part: _Part) -> Iterator[pa.RecordBatch]:
         from ..dataset._partition import add_partition_columns
 
-        has_schema = self.manifest.arrow_schema is not None
-        expected = _file_schema(self.schema, self.manifest, entry) if has_schema else None
-        expected_hash = None if has_schema else self.manifest.schema_hash
+        entry = part.entry
         names = self.target.names
-        with _open_part(self.store, self.key, entry) as source:
+        with _open_part(self.store, part.key, entry) as source:
             try:
                 parquet = pq.ParquetFile(source)
             except (pa.ArrowException, OSError) as exc:
                 raise DatasetIncomplete(
-                    f"dataset {self.key!r}: part {entry.path!r} is not a readable Parquet file ({exc})"
+                    f"dataset {part.key!r}: part {entry.path!r} is not a readable Parquet file ({exc})"
                 ) from None
-            _check_footer(self.key, entry, parquet, source.size(), expected, expected_hash)
+            _check_footer(part.key, entry, parquet, source.size(), part.expected, part.expected_hash)
             in_file = set(parquet.schema_arrow.names)
             stored = [c for c in names if c in in_file]
             constant = [c for c in names if c not in in_file]
@@ -234,9 +278,7 @@ class _TaskReader:
                 )
             for table in pieces:
                 if constant:
-                    table = add_partition_columns(
-                        table, getattr(entry, "partition_values", None) or {}, self.schema, constant
-                    )
+                    table = add_partition_columns(table, entry.partition_values or {}, self.schema, constant)
                 table = table.select(names)
                 # Unsafe only where Spark is coarser: nanoseconds become microseconds.
                 if not table.schema.equals(self.target):
@@ -244,31 +286,58 @@ class _TaskReader:
                 yield from table.to_batches()
 
 
-def _committed_and_present(datasets: ParquetDatasetStore, key: str, version: int | None) -> DatasetManifest:
-    """The committed manifest (or a retained ``version``), once all of its parts exist with their recorded sizes.
+def _about(exc: BaseException, key: str) -> None:
+    """Record on ``exc`` the dataset it is about (``dataset_key``), as the IO manager's ``read_many`` contract asks."""
+    if getattr(exc, "dataset_key", None) is None:
+        exc.dataset_key = key  # type: ignore[attr-defined]
+
+
+def _latest_manifest(datasets: ParquetDatasetStore, key: str) -> DatasetManifest | None:
+    try:
+        return datasets.read_manifest(key)
+    except NotFound:
+        return None
+
+
+def _plan_source(datasets: ParquetDatasetStore, key: str, filters: Any, version: int | None) -> _Source:
+    """:func:`_plan_one`, with ``key`` recorded on a ``DatasetIncomplete`` (``DatasetNotFound`` included)."""
+    try:
+        return _plan_one(datasets, key, filters, version)
+    except DatasetIncomplete as exc:
+        _about(exc, key)
+        raise
+
+
+def _plan_one(datasets: ParquetDatasetStore, key: str, filters: Any, version: int | None) -> _Source:
+    """Plan ``key``'s read from its manifest (``plan_read``), once every selected part exists with its size.
+
+    Only the selected parts are checked: a part the filters prune is never touched.
+    If parts are missing because a commit replaced the version meanwhile, the
+    read is planned again on the new version.
 
     Raises:
         DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as ``read_dataset``.
         NotFound: ``version`` is not retained.
+        ValueError / TypeError: filters ``plan_read`` rejects.
     """
-    manifest = datasets._committed_manifest(key, version=version)
+    read_plan = datasets.plan_read(key, filters=filters, version=version)
     for attempt in range(_READ_ATTEMPTS):
         if attempt:
             time.sleep(random.uniform(0, 0.01 * attempt))
+        manifest = read_plan.manifest
+        assert manifest is not None  # plan_read always attaches the manifest it planned against
         try:
-            _verify_present(datasets.store, key, manifest.file_entries())
-            return manifest
+            _verify_present(datasets.store, key, read_plan.selected)
         except _PartsVanished as exc:
-            latest, _token = datasets._read_current(key)
-            if (
-                version is not None
-                or latest is None
-                or (latest.version, latest.parts) == (manifest.version, manifest.parts)
-            ):
+            latest = None if version is not None else _latest_manifest(datasets, key)
+            if latest is None or (latest.version, latest.parts) == (manifest.version, manifest.parts):
                 raise DatasetIncomplete(
                     f"dataset {key!r}: parts listed in the manifest are missing or unreadable: {exc}"
                 ) from None
-            manifest = latest
+            read_plan = datasets.plan_read(key, filters=filters)
+            continue
+        schema = _stored_schema(datasets.store, key, manifest)
+        return _Source(key, manifest, schema, tuple(read_plan.selected), read_plan.filters)
     raise DatasetIncomplete(f"dataset {key!r} kept changing while it was read; try again")
 
 
@@ -281,6 +350,31 @@ def _stored_schema(store: Store, key: str, manifest: DatasetManifest) -> pa.Sche
         return pa.schema([])
     with _open_part(store, key, entries[0]) as first:  # a Spec-only manifest: the first footer is the schema
         return pq.ParquetFile(first).schema_arrow
+
+
+def _union_schema(sources: Sequence[_Source]) -> pa.Schema:
+    """The columns of all ``sources`` (first seen first); a column some dataset lacks becomes nullable.
+
+    Raises:
+        ValueError: a column has different types in two datasets (both named).
+    """
+    fields: dict[str, pa.Field] = {}
+    owner: dict[str, str] = {}
+    for source in sources:
+        for field in source.schema:
+            have = fields.get(field.name)
+            if have is None:
+                fields[field.name], owner[field.name] = field, source.key
+            elif not have.type.equals(field.type):
+                raise ValueError(
+                    f"column {field.name!r} is {have.type} in dataset {owner[field.name]!r} but {field.type} in "
+                    f"dataset {source.key!r}; datasets read as one DataFrame may differ only by added columns"
+                )
+    everywhere = set.intersection(*(set(s.schema.names) for s in sources)) if sources else set()
+    return pa.schema(
+        [f if f.name in everywhere else f.with_nullable(True) for f in fields.values()],
+        metadata=sources[0].schema.metadata if sources else None,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -453,6 +547,25 @@ def _native_possible(spark: SparkSession, store: Store) -> str | None:
     return f"Spark cannot read {store!r} itself"
 
 
+def _check_common(spark: Any, datasets: Any, mode: Any) -> None:
+    """The argument checks both read functions share.
+
+    Raises:
+        TypeError: ``spark`` is not a SparkSession or ``datasets`` not a ParquetDatasetStore.
+        ValueError: an unknown ``mode``.
+        CapabilityNotSupported: a ``MemoryStore``.
+    """
+    from pyspark.sql import SparkSession as _SparkSession
+
+    if not isinstance(spark, _SparkSession):
+        raise TypeError(f"spark must be a SparkSession, got {type(spark).__module__}.{type(spark).__name__}")
+    if not isinstance(datasets, ParquetDatasetStore):
+        raise TypeError(f"datasets must be a ParquetDatasetStore, got {type(datasets).__name__}")
+    if mode not in _MODES:
+        raise ValueError(f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
+    check_shared_store(datasets.store, "read a dataset into Spark")
+
+
 def read_spark_dataset(
     spark: SparkSession,
     datasets: ParquetDatasetStore,
@@ -465,14 +578,18 @@ def read_spark_dataset(
 ) -> DataFrame:
     """Read the committed dataset ``key`` as a Spark DataFrame: only the manifest's parts, verified.
 
-    Every part is checked to exist with its recorded size before the
-    DataFrame is built; row counts and schemas are checked against the
-    manifest from each part's footer (on the driver for ``native`` reads, in
-    the tasks for ``arrow`` reads). The DataFrame has the stored schema
+    The files to read are planned from the manifest alone
+    (:meth:`ParquetDatasetStore.plan_read`): with ``filters``, files whose
+    partition values or statistics rule them out are never opened, and Spark
+    is given exactly the selected files. Every selected part is checked to
+    exist with its recorded size before the DataFrame is built; row counts and
+    schemas are checked against the manifest from each part's footer (on the
+    driver for ``native`` reads, in the tasks for ``arrow`` reads). The
+    DataFrame has the stored schema
     (:func:`~dagster_parquet_dataset.spark.arrow_schema_to_spark`), so a
     dataset written by pandas or pyarrow reads too, and so does one
-    partitioned by columns or with columns added after some of its files
-    (the executor path puts those columns back).
+    partitioned by columns (the partition columns come back with their stored
+    types) or with columns added after some of its files (null there).
 
     Args:
         spark: the session to build the DataFrame on.
@@ -489,8 +606,8 @@ def read_spark_dataset(
             ``s3a://``); ``"arrow"`` reads on the executors through the store;
             ``"auto"`` picks native on a ``LocalStore`` when Spark's Parquet
             reader understands every column (not nanosecond timestamps,
-            durations, unsigned 64-bit integers, ...) and every file holds
-            all of them, else arrow.
+            durations, unsigned 64-bit integers, ...) and no selected file has
+            partition values to put back, else arrow.
         version: a retained past version instead of the latest.
 
     Returns:
@@ -499,7 +616,7 @@ def read_spark_dataset(
     Raises:
         DatasetNotFound: nothing is stored under ``key``.
         NotFound: ``version`` is not retained.
-        DatasetIncomplete: ``_SUCCESS`` or a part is missing, or a part is
+        DatasetIncomplete: ``_SUCCESS`` or a selected part is missing, or a part is
             truncated or disagrees with the manifest (raised here for what the
             driver checks; a task that finds a damaged part fails the Spark job
             with a ``PythonException`` naming the ``DatasetIncomplete``).
@@ -509,33 +626,101 @@ def read_spark_dataset(
             cannot be compared with; ``TypeError`` for a literal of the wrong kind).
         TypeError: a selected column has no Spark type (named; leave it out with ``columns``).
         CapabilityNotSupported: a ``MemoryStore``, or ``mode="native"`` where Spark cannot read the
-            store, a column's type, or files that lack columns (the message says which).
+            store, a column's type, or files whose partition values must be put back (the message says which).
     """
-    from pyspark.sql import SparkSession as _SparkSession
-
-    if not isinstance(spark, _SparkSession):
-        raise TypeError(f"spark must be a SparkSession, got {type(spark).__module__}.{type(spark).__name__}")
-    if not isinstance(datasets, ParquetDatasetStore):
-        raise TypeError(f"datasets must be a ParquetDatasetStore, got {type(datasets).__name__}")
-    if mode not in _MODES:
-        raise ValueError(f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
-    store = datasets.store
-    check_shared_store(store, "read a dataset into Spark")
+    _check_common(spark, datasets, mode)
     key = validate_key(key, what="dataset key")
+    source = _plan_source(datasets, key, filters, version)
+    return _read_sources(spark, datasets.store, [source], columns, filters is not None, mode, label=key)
 
-    manifest = _committed_and_present(datasets, key, version)
-    schema = _stored_schema(store, key, manifest)
-    projection = _check_columns(columns, schema, key)
-    entries = manifest.file_entries()
+
+def read_spark_datasets(
+    spark: SparkSession,
+    datasets: ParquetDatasetStore,
+    keys: Sequence[str],
+    *,
+    columns: Sequence[str] | None = None,
+    filters: Any = None,
+    mode: ReadMode = "auto",
+) -> DataFrame:
+    """Read several committed datasets (e.g. a partitioned asset's partitions) as ONE Spark DataFrame.
+
+    Each dataset's files are planned from its manifest as
+    :func:`read_spark_dataset` plans them (``filters`` prune files by partition
+    values and statistics; every selected part is verified), and the DataFrame
+    is one scan over the union of all selected files: a single
+    ``spark.read.parquet(*files)`` (``native``) or a single executor-side read
+    (``arrow``), not a union of per-dataset DataFrames, so the plan stays one
+    scan for hundreds or thousands of datasets.
+
+    The datasets may differ by added columns: the DataFrame has every column
+    of every dataset (in the order first seen, ``keys`` order), null in the
+    rows of datasets that lack it. A column must have the same type wherever
+    it appears. The rows are those of ``read_spark_dataset`` for each key with
+    the same ``columns`` and ``filters``, together (no order is promised).
+
+    Args:
+        spark: the session to build the DataFrame on.
+        datasets: the dataset store holding all the datasets.
+        keys: the dataset keys (at least one, no repeats).
+        columns: read only these columns (each in at least one dataset), in this order.
+        filters: DNF filters as ``read_dataset`` takes them; every filter
+            column must exist in every dataset.
+        mode: as for :func:`read_spark_dataset`, for the whole read.
+
+    Returns:
+        A lazy DataFrame over the versions committed at call time.
+
+    Raises:
+        TypeError: ``keys`` is a string or holds non-strings; otherwise as :func:`read_spark_dataset`.
+        ValueError: ``keys`` is empty or repeats a key; a column has different types in two
+            datasets (both named); a column no dataset has; or as :func:`read_spark_dataset`.
+        DatasetNotFound / DatasetIncomplete / ManifestCorrupted / CapabilityNotSupported:
+            as :func:`read_spark_dataset`, for the first dataset (in ``keys`` order) that fails.
+    """
+    _check_common(spark, datasets, mode)
+    if isinstance(keys, (str, bytes)):
+        raise TypeError(f"keys must be a list of dataset keys, not a single string {keys!r}")
+    key_list = [validate_key(k, what="dataset key") for k in keys]
+    if not key_list:
+        raise ValueError("keys must name at least one dataset")
+    repeated = sorted({k for k in key_list if key_list.count(k) > 1})
+    if repeated:
+        raise ValueError(f"keys repeats dataset(s) {repeated}: each dataset's rows would be read more than once")
+    if len(key_list) == 1:
+        sources = [_plan_source(datasets, key_list[0], filters, None)]
+    else:
+        with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(key_list))) as pool:
+            sources = list(pool.map(lambda k: _plan_source(datasets, k, filters, None), key_list))
+    label = key_list[0] if len(key_list) == 1 else f"{len(key_list)} datasets ({key_list[0]!r}, ...)"
+    return _read_sources(spark, datasets.store, sources, columns, filters is not None, mode, label=label)
+
+
+def _read_sources(
+    spark: SparkSession,
+    store: Store,
+    sources: Sequence[_Source],
+    columns: Sequence[str] | None,
+    filtered: bool,
+    mode: ReadMode,
+    *,
+    label: str,
+) -> DataFrame:
+    """One DataFrame over the selected files of all ``sources``, filtered and projected."""
+    schema = _union_schema(sources)
+    projection = _check_columns(columns, schema, label)
     dnf: DNF | None = None
-    if filters is not None:
-        if manifest.schema is None:
-            raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; it cannot be filtered")
-        read_plan = plan(manifest, schema, filters)
-        dnf, entries = read_plan.filters, read_plan.selected
+    if filtered:
+        for source in sources:
+            if source.manifest.schema is None:
+                raise ValueError(
+                    f"dataset {source.key!r} has a Spec 042-only manifest without a schema; it cannot be filtered"
+                )
+        dnf = sources[0].dnf  # every source normalized the filters against the same column types
     if dnf and projection is not None:
         projection = projection + sorted({p.column for c in dnf for p in c} - set(projection))
-    df = _read_entries(spark, store, key, manifest, schema, projection, entries, mode)
+    parts = [part for source in sources for part in source.parts()]
+    df = _read_parts(spark, store, schema, projection, parts, mode, label)
     if dnf:
         df = df.where(spark_filter(dnf))
         if columns is not None:
@@ -543,37 +728,38 @@ def read_spark_dataset(
     return df
 
 
-def _read_entries(
+def _read_parts(
     spark: SparkSession,
     store: Store,
-    key: str,
-    manifest: DatasetManifest,
     schema: pa.Schema,
     projection: list[str] | None,
-    entries: Sequence[FileEntry],
+    parts: Sequence[_Part],
     mode: ReadMode,
+    label: str,
 ) -> DataFrame:
-    """The DataFrame over ``entries`` of ``manifest`` (``read_spark_dataset`` after its checks)."""
+    """The DataFrame over ``parts`` (one scan), with the ``projection`` of ``schema``."""
     selected = pa.schema([schema.field(c) for c in projection]) if projection is not None else schema
     spark_schema = arrow_schema_to_spark(selected)
 
     problem = _native_possible(spark, store)
     if problem is None and not natively_readable(selected):
         problem = "Spark's Parquet reader does not read every selected column's type as stored"
-    if problem is None and _has_constants(manifest):
-        problem = "some files do not hold every column (partition columns, or columns added later)"
+    if problem is None and any(p.entry.partition_values for p in parts):
+        problem = "the files of a partition_by dataset do not hold the partition columns"
     if mode == "native" and problem is not None:
-        raise CapabilityNotSupported(f"mode='native' is not possible for dataset {key!r}: {problem}; use mode='arrow'")
+        raise CapabilityNotSupported(
+            f"mode='native' is not possible for dataset {label!r}: {problem}; use mode='arrow'"
+        )
     native = problem is None and (mode == "native" or (mode == "auto" and isinstance(store, LocalStore)))
 
-    if not entries:
+    if not parts:
         return spark.createDataFrame([], spark_schema)
     if native:
-        expected_schema = manifest.schema
-        expected_hash = manifest.schema_hash if expected_schema is None else None
-        with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(entries))) as pool:
-            list(pool.map(lambda e: _verify_footer(store, key, e, expected_schema, expected_hash), entries))
-        uris = [spark_read_uri(store, f"{key}/{e.path}") for e in entries]
+        # Spark fills a column a file lacks (added to the dataset after the file was
+        # written, or absent from another dataset) with nulls, as read_dataset does.
+        with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(parts))) as pool:
+            list(pool.map(lambda part: part.check(store), parts))
+        uris = [spark_read_uri(store, f"{p.key}/{p.entry.path}") for p in parts]
         return (
             spark.read.schema(spark_schema)
             .option("ignoreMissingFiles", "false")
@@ -581,13 +767,6 @@ def _read_entries(
             .parquet(*uris)  # type: ignore[arg-type]
         )
 
-    reader = _TaskReader(
-        store=store,
-        key=key,
-        manifest=manifest,
-        schema=schema,
-        entries=tuple(entries),
-        target=spark_schema_to_arrow(spark_schema),
-    )
+    reader = _TaskReader(store=store, schema=schema, parts=tuple(parts), target=spark_schema_to_arrow(spark_schema))
     # One Spark partition per part; each task gets the index of its part.
-    return spark.range(0, len(entries), 1, len(entries)).mapInArrow(reader, spark_schema)
+    return spark.range(0, len(parts), 1, len(parts)).mapInArrow(reader, spark_schema)

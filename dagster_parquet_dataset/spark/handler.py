@@ -9,7 +9,10 @@ or a manifest says the dataset was written from one.
   executors write the parts and the driver commits once.
 * Input: :func:`~dagster_parquet_dataset.spark.read_spark_dataset` on the
   active session (the one dagster-pyspark's ``PySparkResource`` created, or
-  any session this process made); several partitions become one DataFrame.
+  any session this process made). Several partitions become one DataFrame:
+  :meth:`SparkDataFrameHandler.read_many` reads them with
+  :func:`~dagster_parquet_dataset.spark.read_spark_datasets`, one scan over all
+  their selected files (not a union of per-partition DataFrames).
   Input ``filters`` go to ``read_spark_dataset``, which prunes files from the
   manifest and applies them as a Spark filter with ``read_dataset``'s
   semantics (nulls, NaN, exact literals); input ``version`` reads that
@@ -34,7 +37,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..dagster_io.handlers import TypeHandler
 from ..dataset import DatasetManifest, ParquetDatasetStore
-from ._read import read_spark_dataset
+from ._read import read_spark_dataset, read_spark_datasets
 from ._schema import spark_schema_to_arrow
 from ._write import write_spark_dataset
 
@@ -133,8 +136,34 @@ class SparkDataFrameHandler(TypeHandler):
         spark = active_session()
         return read_spark_dataset(spark, datasets, key, columns=columns, filters=filters or None, version=version)
 
+    def read_many(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        keys: Sequence[str],
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+    ) -> DataFrame:
+        """Read datasets ``keys`` (an input's partitions) as ONE DataFrame with :func:`read_spark_datasets`.
+
+        One scan over the union of the datasets' selected files, on the active
+        session: ``filters`` prune each dataset's files from its manifest and
+        then filter rows, as in :meth:`read`; datasets that differ by added
+        columns read with those columns null where missing.
+
+        Raises:
+            NoSparkSessionError: no SparkSession exists.
+            DatasetNotFound / DatasetIncomplete / ValueError / TypeError: as ``read_spark_datasets``.
+        """
+        spark = active_session()
+        return read_spark_datasets(spark, datasets, keys, columns=columns, filters=filters or None)
+
     def combine(self, objs: Sequence[Any]) -> DataFrame:
-        """Union the partitions' DataFrames by column name, in order.
+        """Union DataFrames by column name, in order.
+
+        Inputs over several partitions do not use this (:meth:`read_many` reads
+        them as one scan); it remains for callers that hold DataFrames already.
 
         Raises:
             ValueError: the partitions' columns or types cannot be unioned.

@@ -132,12 +132,15 @@ def _check_changes(df: DataFrame, keys: list[str]) -> tuple[int, dict[str, tuple
     total = int(row["n"])
     if total:
         dups = df.groupBy(*[_col(k) for k in keys]).count().where(F.col("count") > 1)
-        first = dups.limit(1).collect()
-        if first:
-            example = {k: first[0][k] for k in keys}
+        found = dups.agg(  # one job, one row: how many duplicate keys, and one of them
+            F.count(F.lit(1)).alias("n"), F.min(F.struct(*[_driver_value(df, k).alias(k) for k in keys], "count"))
+        ).collect()[0]
+        if found["n"]:
+            first = found[1]
+            example = {k: _from_driver(df, k, first[k]) for k in keys}
             raise ValueError(
-                f"the source has {dups.count()} duplicate keys (e.g. {example} appears "
-                f"{first[0]['count']} times); each key may appear once"
+                f"the source has {found['n']} duplicate keys (e.g. {example} appears "
+                f"{first['count']} times); each key may appear once"
             )
     ranges = {k: (_from_driver(df, k, row[f"min{i}"]), _from_driver(df, k, row[f"max{i}"])) for i, k in enumerate(keys)}
     return total, ranges if total else {}

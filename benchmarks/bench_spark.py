@@ -1,6 +1,12 @@
 """Spark layer throughput: ``write_spark_dataset`` / ``read_spark_dataset`` against plain Spark Parquet I/O.
 
-Run: ``python benchmarks/bench_spark.py [--rows N] [--partitions P] [--repeat R] [--master local[*]]``.
+Run: ``python benchmarks/bench_spark.py [--rows N] [--partitions P] [--repeat R] [--master local[*]]
+[--only io|exec|all] [--merge-rows M]``.
+
+``--only exec`` runs the issue 10 measures alone (see :func:`bench_exec`): the
+driver's Python RSS growth during a Spark append, ``partition_by`` write and
+merge, and their times against plain Spark (``partitionBy``, ``mode("append")``,
+a full union + dedupe + overwrite rewrite for the merge).
 
 A DataFrame of ``--rows`` rows (id, int, double, string, UTC timestamp and
 decimal columns; 5,000,000 by default) is cached in memory first, so every
@@ -41,7 +47,12 @@ from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore  # noqa: E402
-from dagster_parquet_dataset.spark import read_spark_dataset, write_spark_dataset  # noqa: E402
+from dagster_parquet_dataset.spark import (  # noqa: E402
+    append_spark_dataset,
+    merge_spark_dataset,
+    read_spark_dataset,
+    write_spark_dataset,
+)
 
 TARGETS = {"write native": 1.15, "write arrow": 1.6, "read": 1.1}
 
@@ -125,6 +136,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument(
+        "--only",
+        choices=["io", "exec", "all"],
+        default="all",
+        help="io: writes/reads (issue 4); exec: append, merge and partition_by on the executors (issue 10)",
+    )
+    parser.add_argument("--merge-rows", type=int, default=10_000_000, help="dataset size for the merge benchmarks")
     args = parser.parse_args()
 
     spark = (
@@ -140,6 +158,10 @@ def main() -> None:
     spark.sparkContext.setLogLevel("ERROR")
     work = tempfile.mkdtemp(prefix="bench-spark-")
     try:
+        if args.only != "io":
+            exec_ok = bench_exec(spark, args, work)
+            if args.only == "exec":
+                sys.exit(0 if exec_ok else 1)
         df = make_df(spark, args.rows, args.partitions)
         datasets = ParquetDatasetStore(LocalStore(os.path.join(work, "store")))  # zstd, durable (fsync)
         plain_dir = os.path.join(work, "plain")
@@ -213,10 +235,147 @@ def main() -> None:
         print(
             f"{'read arrow (info) / spark.read.parquet':<40} {by['read arrow (info)'] / by['spark.read.parquet']:5.2f}x"
         )
-        sys.exit(0 if ok else 1)
+        sys.exit(0 if ok and (args.only == "io" or exec_ok) else 1)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)
+
+
+class DriverSampler:
+    """Peak RSS of this (the driver's) Python process alone, sampled every 10 ms; growth over the start."""
+
+    def __init__(self) -> None:
+        self._proc = psutil.Process(os.getpid())
+        self.start = self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.01):
+            self.peak = max(self.peak, self._proc.memory_info().rss)
+
+    def __enter__(self) -> DriverSampler:
+        self.start = self.peak = self._proc.memory_info().rss
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, self._proc.memory_info().rss)
+
+    @property
+    def growth(self) -> float:
+        return (self.peak - self.start) / 2**20
+
+
+EXEC_TARGETS = {"rss": 64.0, "partition_by": 1.2, "append": 1.2, "merge": 0.2}
+
+
+def bench_exec(spark: SparkSession, args: argparse.Namespace, work: str) -> bool:
+    """Issue 10: append, merge and partition_by on the executors, side by side with plain Spark.
+
+    * driver Python peak RSS growth during a ``--rows`` append, a ``--rows`` partition_by write
+      (30 folders) and a merge of ``--merge-rows / 5`` changed rows into ``--merge-rows`` (<= 64 MB each);
+    * ``write_spark_dataset(partition_by=["day"])`` vs ``df.write.partitionBy("day").parquet`` (<= 1.2x);
+    * ``append_spark_dataset`` vs ``df.write.mode("append").parquet`` (<= 1.2x);
+    * merging 1% changed keys (one file's range) into ``--merge-rows`` rows in 100 files vs a full
+      Spark rewrite (``union`` + dedupe + overwrite) (<= 0.2x, exactly one file rewritten).
+    """
+    rows, n = args.rows, args.merge_rows
+    df = make_df(spark, rows, args.partitions).withColumn("day", (F.col("id") % 30).cast("int"))
+    df.count()
+    datasets = ParquetDatasetStore(LocalStore(os.path.join(work, "exec")))
+    plain = os.path.join(work, "exec-plain")
+    print(f"\n== executor-side append / merge / partition_by: {rows:,} rows, merges into {n:,} rows, {args.master}")
+
+    # ---- driver RSS
+    def base(lo: int, hi: int, parts: int) -> DataFrame:
+        return spark.range(lo, hi, 1, parts).select(
+            "id", (F.col("id") % 1000).alias("qty"), F.sha1(F.col("id").cast("string")).alias("h")
+        )
+
+    append_spark_dataset(base(0, 1000, 2), datasets, "warm")  # imports, Python workers
+    merge_spark_dataset(base(0, 10, 1), datasets, "warm", key_columns=["id"])
+    write_spark_dataset(df.limit(1000), datasets, "warm-p", partition_by=["day"])
+    write_spark_dataset(base(0, n, 100), datasets, "merge-rss", mode="arrow")
+    rss: dict[str, float] = {}
+    with DriverSampler() as s:
+        append_spark_dataset(df, datasets, "append-rss")
+    rss[f"append {rows:,} rows"] = s.growth
+    with DriverSampler() as s:
+        write_spark_dataset(df, datasets, "part-rss", partition_by=["day"])
+    rss[f"partition_by write {rows:,} rows"] = s.growth
+    changed = base(2 * n // 5, 3 * n // 5, args.partitions).withColumn("qty", F.lit(-1).cast("long"))
+    with DriverSampler() as s:
+        result = merge_spark_dataset(changed, datasets, "merge-rss", key_columns=["id"])
+    rss[f"merge {n // 5:,} changed rows into {n:,}"] = s.growth
+    assert result.updated == n // 5, result
+    ok = True
+    print(f"{'driver Python peak RSS growth':<48}{'MiB':>8}")
+    for name, growth in rss.items():
+        good = growth <= EXEC_TARGETS["rss"]
+        ok &= good
+        print(f"  {name:<46}{growth:>8.1f}  target <= {EXEC_TARGETS['rss']:.0f}  {'OK' if good else 'MISSED'}")
+
+    # ---- timings, alternating within each round
+    def plain_partitioned(i: int) -> None:
+        df.write.mode("overwrite").option("compression", "zstd").partitionBy("day").parquet(plain + "-p")
+
+    def ours_partitioned(i: int) -> None:
+        write_spark_dataset(df, datasets, "p", overwrite=True, partition_by=["day"])
+
+    def plain_append(i: int) -> None:
+        df.write.mode("append").option("compression", "zstd").parquet(plain + "-a")
+
+    def ours_append(i: int) -> None:
+        append_spark_dataset(df, datasets, "a")
+
+    write_spark_dataset(base(0, n, 100), datasets, "m", mode="arrow")
+    base(0, n, 100).write.mode("overwrite").option("compression", "zstd").parquet(plain + "-m")
+    per_file = n // 100
+    one_file = base(5 * per_file, 6 * per_file, args.partitions).withColumn("qty", F.lit(-7).cast("long"))
+    rewritten: list[int] = []
+
+    def full_rewrite(i: int) -> None:
+        current = spark.read.parquet(plain + "-m")
+        merged = one_file.unionByName(current.join(one_file.select("id"), "id", "left_anti"))
+        merged.write.mode("overwrite").option("compression", "zstd").parquet(plain + f"-m{i % 2}")
+
+    def ours_merge(i: int) -> None:
+        r = merge_spark_dataset(one_file, datasets, "m", key_columns=["id"])
+        rewritten.append(len(r.rewritten_files))
+
+    variants = [
+        Variant("df.write.partitionBy", plain_partitioned),
+        Variant("partition_by write", ours_partitioned),
+        Variant("df.write append", plain_append),
+        Variant("append_spark_dataset", ours_append),
+        Variant("full rewrite merge", full_rewrite),
+        Variant("merge_spark_dataset", ours_merge),
+    ]
+    for i in range(args.repeat):
+        for v in variants if i % 2 == 0 else variants[::-1]:
+            start = time.perf_counter()
+            v.run(i)
+            v.seconds.append(time.perf_counter() - start)
+    by = {v.name: statistics.median(v.seconds) for v in variants}
+    print(f"{'variant':<26}{'median s':>10}{'min s':>9}   (median of {args.repeat} rounds)")
+    for v in variants:
+        print(f"  {v.name:<24}{by[v.name]:>10.2f}{min(v.seconds):>9.2f}")
+    folders = {e.path.split("/")[0] for e in datasets.read_manifest("p").files}
+    for name, ref, target in (
+        ("partition_by write", "df.write.partitionBy", EXEC_TARGETS["partition_by"]),
+        ("append_spark_dataset", "df.write append", EXEC_TARGETS["append"]),
+        ("merge_spark_dataset", "full rewrite merge", EXEC_TARGETS["merge"]),
+    ):
+        ratio = by[name] / by[ref]
+        good = ratio <= target
+        ok &= good
+        print(f"  {name + ' / ' + ref:<48}{ratio:6.2f}x  target <= {target}x  {'OK' if good else 'MISSED'}")
+    print(f"  partition_by folders: {len(folders)}; merge files rewritten per round: {rewritten}")
+    ok &= len(folders) == 30 and set(rewritten) == {1}
+    return ok
 
 
 if __name__ == "__main__":

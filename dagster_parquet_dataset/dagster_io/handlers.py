@@ -22,15 +22,18 @@ import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 
-from ..dataset import DatasetManifest, ParquetDatasetStore
+from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore
 from ..errors import DatasetIncomplete, ManifestCorrupted, NotFound
 
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
+
+    from .options import WriteOptions
 
 #: Manifest metadata keys the IO manager writes (all values are strings).
 PYTHON_TYPE_KEY = "dagster.python_type"
@@ -39,6 +42,21 @@ PARTITION_KEY_KEY = "dagster.partition_key"
 PARTITION_DIMENSION_PREFIX = "dagster.partition."
 STEP_KEY_KEY = "dagster.step_key"
 OUTPUT_NAME_KEY = "dagster.output_name"
+
+
+@dataclass(frozen=True)
+class OptionsWrite:
+    """What :meth:`TypeHandler.write_with_options` committed.
+
+    Attributes:
+        manifest: the committed manifest (``write_mode`` ``"overwrite"`` or ``"append"``).
+        rows: rows written or appended (``"overwrite"``/``"append"``).
+        merge: the merge's result (``write_mode`` ``"merge"``).
+    """
+
+    manifest: DatasetManifest | None = None
+    rows: int | None = None
+    merge: MergeResult | None = None
 
 
 class TypeHandler(abc.ABC):
@@ -126,6 +144,28 @@ class TypeHandler(abc.ABC):
             NotFound: ``version`` is newer than the latest.
             ValueError / TypeError: a requested column does not exist, or malformed filters.
         """
+
+    def write_with_options(
+        self,
+        context: OutputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        obj: Any,
+        options: WriteOptions,
+        *,
+        run_id: str | None,
+        metadata: dict[str, str],
+    ) -> OptionsWrite | None:
+        """Apply a non-default write (``append``, ``merge``, ``partition_by``) in the handler's own way.
+
+        The default returns ``None``: the IO manager converts ``obj`` with
+        :meth:`to_arrow` and calls the dataset layer. A handler that writes
+        elsewhere (Spark, on its executors) commits itself and says what it did.
+
+        Raises:
+            Whatever the handler's write raises (``ValueError`` for bad data, ``RemoteStoreError``).
+        """
+        return None
 
     def to_arrow(self, obj: Any) -> pa.Table | pa.RecordBatchReader:
         """Convert an output for the dataset layer (used for append, merge and ``partition_by``).

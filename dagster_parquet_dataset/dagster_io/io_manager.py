@@ -491,9 +491,11 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         """Route one output to the dataset layer by its write mode.
 
         A plain overwrite goes through the handler (so Spark writes on its
-        executors); everything else converts the output with
-        :meth:`TypeHandler.to_arrow` and calls ``write_dataset``,
-        ``append_dataset`` or ``merge_dataset``.
+        executors); so does everything else when the handler's
+        :meth:`TypeHandler.write_with_options` takes it (Spark appends and
+        merges on its executors); otherwise the output is converted with
+        :meth:`TypeHandler.to_arrow` and ``write_dataset``,
+        ``append_dataset`` or ``merge_dataset`` is called.
 
         Raises:
             TypeError: the handler cannot convert the output to Arrow.
@@ -502,7 +504,13 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         if options.is_default:
             manifest = handler.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
             return _Written(manifest, manifest.row_count, _total_bytes(manifest))
-        data = handler.to_arrow(obj)
+        own = handler.write_with_options(context, datasets, key, obj, options, run_id=run_id, metadata=metadata)
+        if own is not None and own.merge is None and own.manifest is not None:
+            rows = own.rows if own.rows is not None else own.manifest.row_count
+            if options.write_mode == "append":
+                return _Written(own.manifest, rows, None, {"rows_appended": MetadataValue.int(rows)})
+            return _Written(own.manifest, rows, _total_bytes(own.manifest))
+        data = handler.to_arrow(obj) if own is None else None
         if options.write_mode == "overwrite":
             manifest = datasets.write_dataset(
                 data, key, overwrite=True, run_id=run_id, metadata=metadata, partition_by=options.partition_by
@@ -520,16 +528,19 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             )
             appended = rows()
             return _Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
-        source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
-        result = datasets.merge_dataset(
-            source,
-            key,
-            key_columns=list(options.key_columns or ()),
-            strategy=options.merge_strategy,
-            partition_by=options.partition_by,
-            run_id=run_id,
-            metadata=metadata,
-        )
+        if own is not None and own.merge is not None:
+            result = own.merge
+        else:
+            source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
+            result = datasets.merge_dataset(
+                source,
+                key,
+                key_columns=list(options.key_columns or ()),
+                strategy=options.merge_strategy,
+                partition_by=options.partition_by,
+                run_id=run_id,
+                metadata=metadata,
+            )
         manifest = self._manifest_after(datasets, key, result.version)
         sizes = {e.path: e.size_bytes or 0 for e in manifest.file_entries()}
         extra: dict[str, Any] = {

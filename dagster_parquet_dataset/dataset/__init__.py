@@ -1,7 +1,10 @@
 """Dataset layer: Spec 042 Parquet datasets on any Store."""
 
+from ._commit import PendingWrite
 from ._compact import CompactResult
+from ._external import MergePlan, MergeReplanNeeded, PendingAppend
 from ._list import DatasetListing
+from ._merge import MergeResult
 from ._verify import VerifyProblem, VerifyReport
 from .manifest import DatasetManifest, FileEntry
 from .store import ParquetDatasetStore
@@ -11,7 +14,12 @@ __all__ = [
     "DatasetListing",
     "DatasetManifest",
     "FileEntry",
+    "MergePlan",
+    "MergeReplanNeeded",
+    "MergeResult",
     "ParquetDatasetStore",
+    "PendingAppend",
+    "PendingWrite",
     "VerifyProblem",
     "VerifyReport",
 ]

@@ -26,7 +26,6 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -45,6 +44,7 @@ from ..errors import (
 from ..storage.base import Capability, Store, validate_key
 from ._commit import Committer, PendingWrite
 from ._compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
+from ._external import MergePlan, PendingAppend, append_builder, begin_append, commit_append, commit_merge, plan_merge
 from ._keys import check_folder_fits, check_key_fits, check_write_fits, missing_dataset_error
 from ._layout import (
     CLAIM_NAME,
@@ -279,14 +279,23 @@ class ParquetDatasetStore:
         spec_names = token is None and self._committer.claim(key, txn)
         return PendingWrite(key, txn, spec_names, overwrite, run_id, metadata, current, token)
 
-    def commit_write(self, pending: PendingWrite, entries: Sequence[FileEntry], schema: pa.Schema) -> DatasetManifest:
+    def commit_write(
+        self,
+        pending: PendingWrite,
+        entries: Sequence[FileEntry],
+        schema: pa.Schema,
+        *,
+        partition_by: Sequence[str] | None = None,
+    ) -> DatasetManifest:
         """Commit parts already written under ``pending.key`` as the dataset's new version.
 
         ``entries`` are the parts in order, with paths relative to the dataset
         key and their row counts and sizes (from the writers' metadata). The
         commit is the same as :meth:`write_dataset`'s: compare-and-swap of the
         manifest, then ``_SUCCESS``, then deleting the files of the replaced
-        version. If the commit fails, the given parts are deleted.
+        version. If the commit fails, the given parts are deleted. With
+        ``partition_by``, ``schema`` includes those columns, the parts leave
+        them out and every entry carries its ``partition_values``.
 
         Returns:
             The committed manifest.
@@ -302,7 +311,8 @@ class ParquetDatasetStore:
             raise TypeError(f"pending must come from begin_write, got {type(pending).__name__}")
         if not isinstance(schema, pa.Schema):
             raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-        schema = recorded_schema(schema, key=pending.key)
+        partition = check_partition_by(partition_by, schema)
+        schema = recorded_schema(schema, partition, key=pending.key)
         entries = list(entries)
         for entry in entries:
             if not isinstance(entry, FileEntry):
@@ -315,7 +325,7 @@ class ParquetDatasetStore:
         if len({e.path for e in entries}) != len(entries):
             raise ValueError("entries list the same part path more than once")
         operation = "overwrite" if pending.token is not None else "write"
-        base = self._manifest(pending.key, entries, schema, pending.run_id, pending.metadata, (), operation)
+        base = self._manifest(pending.key, entries, schema, pending.run_id, pending.metadata, partition, operation)
         attempted = [f"{pending.key}/{e.path}" for e in entries]
         return self._committer.commit(pending, lambda _current: base, attempted, exclusive=not pending.overwrite)
 
@@ -453,19 +463,7 @@ class ParquetDatasetStore:
             self._committer.delete_quietly(attempted)
             raise
 
-        def build(latest: DatasetManifest | None) -> DatasetManifest:
-            if latest is None:
-                return self._manifest(key, entries, incoming, run_id, metadata, partition, "append")
-            if latest.partition_by != partition:
-                raise CommitConflict(f"dataset {key!r} was repartitioned by a concurrent write; append again")
-            schema = self._append_schema(key, latest, incoming, allow_new_columns)
-            added = [n for n in schema.names if latest.schema is not None and n not in latest.schema.names]
-            old = [replace(f, missing_columns=f.missing_columns + tuple(added)) if added else f for f in latest.files]
-            ours = [
-                replace(f, missing_columns=tuple(n for n in schema.names if n not in incoming.names)) for f in entries
-            ]
-            return self._manifest(key, [*old, *ours], schema, run_id, metadata, partition, "append")
-
+        build = append_builder(self, key, entries, incoming, partition, run_id, metadata, allow_new_columns)
         return self._committer.commit(pending, build, attempted, exclusive=False)
 
     @staticmethod
@@ -582,6 +580,133 @@ class ParquetDatasetStore:
             DatasetIncomplete: a file to compact is damaged or missing.
         """
         return compact(self, self._key(key), target_file_bytes, filters, dry_run, run_id)
+
+    # ------------------------------------------------- external writers (Spark)
+
+    def begin_append(
+        self,
+        key: str,
+        schema: pa.Schema,
+        *,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        partition_by: Sequence[str] | None = None,
+        allow_new_columns: bool = False,
+    ) -> PendingAppend:
+        """Start an append whose parts the caller writes itself; finish it with :meth:`commit_append`.
+
+        Reads the live version and checks ``schema`` (the appended rows') against
+        it by :meth:`append_dataset`'s rules. The parts must hold rows of
+        :attr:`PendingAppend.schema` (in that column order, without the partition
+        columns, in the dataset's partition folders) under names carrying
+        :attr:`PendingAppend.txn`. Nothing is written.
+
+        Raises:
+            ValueError: the schema differs from the dataset's (named columns), new columns
+                without ``allow_new_columns``, or ``partition_by`` differs from the dataset's.
+            ManifestCorrupted: the live manifest cannot be parsed.
+            CapabilityNotSupported: the store cannot write.
+            TypeError: bad key, schema, ``run_id`` or ``metadata``.
+        """
+        return begin_append(
+            self,
+            key,
+            schema,
+            run_id=run_id,
+            metadata=_check_metadata(metadata),
+            partition_by=partition_by,
+            allow_new_columns=allow_new_columns,
+        )
+
+    def commit_append(self, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:
+        """Commit parts written for ``pending`` as an append, rebased on concurrent commits.
+
+        ``entries`` are the parts (paths relative to the dataset key, row counts,
+        sizes, statistics and, when partitioned, partition values). The commit is
+        :meth:`append_dataset`'s: the existing files stay, a lost race is rebased
+        on the latest version and retried; if it fails, the parts are deleted.
+
+        Returns:
+            The committed manifest.
+
+        Raises:
+            CommitConflict: the dataset was repartitioned meanwhile, or commits kept winning.
+            ValueError: a concurrent commit changed the schema so the parts no longer fit.
+            TypeError / ValueError: a bad entry (not a ``FileEntry``, unsafe path, no row count).
+        """
+        return commit_append(self, pending, entries)
+
+    def plan_merge(
+        self,
+        key: str,
+        *,
+        source_schema: pa.Schema,
+        key_columns: Sequence[str],
+        strategy: str = "upsert",
+        key_ranges: Mapping[str, tuple[Any, Any]],
+        partitions: Sequence[Sequence[Any]] | None = None,
+        partition_by: Sequence[str] | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+    ) -> MergePlan:
+        """Plan a merge whose parts the caller writes itself; finish it with :meth:`commit_merge`.
+
+        The caller has checked the changes (no null or duplicate keys) and
+        aggregated them: ``key_ranges`` maps each key column to the changes'
+        ``(min, max)`` (empty when there are no changes), and ``partitions`` lists
+        the changes' distinct partition values (tuples in ``partition_by``
+        order, ``None`` for a null). From the manifest alone the plan lists
+        :attr:`MergePlan.candidates` (files that may hold matched keys) and
+        :attr:`MergePlan.elsewhere` (files of other partitions that may hold
+        them). The caller rewrites exactly the candidates that hold matched keys
+        (same folder and partition values, names from :meth:`MergePlan.part_name`)
+        and writes the inserted rows, then commits.
+
+        Raises:
+            ValueError: unknown strategy, a key column missing from the source or of a
+                type a merge cannot match, a schema the dataset's cannot take, or a
+                ``partition_by`` that differs from the dataset's.
+            ManifestCorrupted: the live manifest cannot be parsed.
+            TypeError: bad ``key_columns`` or ``source_schema``.
+        """
+        return plan_merge(
+            self,
+            key,
+            source_schema=source_schema,
+            key_columns=key_columns,
+            strategy=strategy,
+            key_ranges=key_ranges,
+            partitions=partitions,
+            partition_by=partition_by,
+            run_id=run_id,
+            metadata=_check_metadata(metadata),
+        )
+
+    def commit_merge(
+        self,
+        plan: MergePlan,
+        *,
+        rewritten: Sequence[str],
+        new_entries: Sequence[FileEntry],
+        inserted: int,
+        updated: int,
+    ) -> MergeResult:
+        """Commit a planned merge: drop the ``rewritten`` candidates, add ``new_entries``, once.
+
+        Returns:
+            A :class:`MergeResult` (``version`` ``None`` when nothing changed).
+
+        Raises:
+            MergeReplanNeeded: a concurrent commit changed files the plan relied on, or
+                added files that may hold the changes' keys; the parts were deleted --
+                plan again.
+            CommitConflict: other commits kept winning for ``commit_timeout``.
+            TypeError / ValueError: ``plan`` is not from :meth:`plan_merge` on an existing
+                dataset, a rewritten file is not a candidate, or a bad entry.
+        """
+        return commit_merge(
+            self, plan, rewritten=rewritten, new_entries=new_entries, inserted=inserted, updated=updated
+        )
 
     # --------------------------------------------------------------------- read
 

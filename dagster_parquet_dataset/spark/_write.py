@@ -33,7 +33,7 @@ import json
 import logging
 import os
 import shutil
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -45,7 +45,7 @@ from ..dataset._write import PartOptions, encode_part
 from ..dataset.manifest import DatasetManifest, FileEntry
 from ..dataset.store import ParquetDatasetStore, PendingWrite
 from ..errors import CapabilityNotSupported, RemoteStoreError
-from ..storage.base import Capability, Store
+from ..storage.base import Store
 from ..storage.local import LocalStore
 from ..storage.memory import MemoryStore
 from ..storage.s3 import S3Store
@@ -398,15 +398,9 @@ class _SparkWrite:
 
     def _delete_other_attempts(self, kept: set[str]) -> None:
         """Delete files of this write's failed or duplicate attempts (they are in no manifest)."""
-        if not self.store.supports(Capability.LIST):
-            log.warning("%r cannot list files; leftovers of failed task attempts stay", self.store)
-            return
-        marker = f"-{self.pending.txn}-t"
-        prefix = self.key + "/"
-        for info in list(self.store.list_files(self.key)):
-            relative = info.path[len(prefix) :]
-            if marker in relative and relative not in kept:
-                self.store.delete(info.path, missing_ok=True)
+        from ._partitioned import delete_attempt_leftovers
+
+        delete_attempt_leftovers(self.store, self.key, self.pending.txn, kept)
 
     # --------------------------------------------------------------- native
 
@@ -513,6 +507,8 @@ def write_spark_dataset(
     run_id: str | None = None,
     metadata: dict[str, str] | None = None,
     mode: WriteMode = "auto",
+    partition_by: Sequence[str] | None = None,
+    repartition: bool = False,
 ) -> DatasetManifest:
     """Write a Spark DataFrame as the dataset ``key``: executors write the parts, the driver commits once.
 
@@ -537,7 +533,14 @@ def write_spark_dataset(
             hadoop-aws); ``"native"`` uses Spark's own Parquet writer (a
             ``LocalStore``, or an ``S3Store`` when Spark has ``s3a://``);
             ``"auto"`` picks native on a ``LocalStore`` when the codec and
-            options allow it, else arrow.
+            options allow it, else arrow. A ``partition_by`` write always
+            takes the arrow path.
+        partition_by: split the rows into ``col=value/`` folders named and
+            encoded exactly as :meth:`ParquetDatasetStore.write_dataset` does
+            (null and empty values in ``__HIVE_DEFAULT_PARTITION__``, non-ASCII
+            kept); each task writes one part per folder it touches.
+        repartition: with ``partition_by``, first repartition the rows by the
+            partition columns (a shuffle) so each folder gets few, large files.
 
     Returns:
         The committed manifest.
@@ -563,6 +566,10 @@ def write_spark_dataset(
         raise TypeError(f"datasets must be a ParquetDatasetStore, got {type(datasets).__name__}")
     resolved = resolve_write_mode(df.sparkSession, datasets, mode)
     schema = spark_schema_to_arrow(df.schema)
+    if partition_by is not None and len(partition_by):
+        from ._partitioned import write_partitioned
+
+        return write_partitioned(df, datasets, key, schema, partition_by, repartition, overwrite, run_id, metadata)
     pending = datasets.begin_write(key, overwrite=overwrite, run_id=run_id, metadata=metadata)
     write = _SparkWrite(df, datasets, pending, schema)
     try:

@@ -17,9 +17,14 @@ or a manifest says the dataset was written from one.
   manifest and applies them as a Spark filter with ``read_dataset``'s
   semantics (nulls, NaN, exact literals); input ``version`` reads that
   retained version.
-* ``write_mode`` ``"append"``/``"merge"`` and ``partition_by``: the IO manager
-  converts the DataFrame with :meth:`SparkDataFrameHandler.to_arrow`, which
-  collects it to the driver (the dataset layer appends and merges Arrow tables).
+* ``write_mode`` ``"append"``/``"merge"`` and ``partition_by``:
+  :meth:`SparkDataFrameHandler.write_with_options` runs them on the executors
+  (:func:`~dagster_parquet_dataset.spark.append_spark_dataset`,
+  :func:`~dagster_parquet_dataset.spark.merge_spark_dataset`,
+  :func:`~dagster_parquet_dataset.spark.write_spark_dataset` with
+  ``partition_by``); output metadata ``spark_repartition: true`` first
+  repartitions the rows by the partition columns. No data row is collected
+  to the driver.
 
 The datasets are ordinary datasets: an input annotated ``pandas.DataFrame`` or
 ``pyarrow.Table`` loads a Spark-written one, and a Spark input loads one
@@ -35,14 +40,33 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from ..dagster_io.handlers import TypeHandler
+from ..dagster_io.handlers import OptionsWrite, TypeHandler
 from ..dataset import DatasetManifest, ParquetDatasetStore
+from ._append import append_spark_dataset
+from ._merge import merge_spark_dataset
 from ._read import read_spark_dataset, read_spark_datasets
-from ._schema import spark_schema_to_arrow
 from ._write import write_spark_dataset
 
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
+
+    from ..dagster_io.options import WriteOptions
+
+#: Output metadata key: repartition a Spark DataFrame by its ``partition_by`` columns before writing.
+SPARK_REPARTITION_KEY = "spark_repartition"
+
+
+def _repartition_option(context: OutputContext | None) -> bool:
+    """The output's ``spark_repartition`` metadata (``False`` when absent).
+
+    Raises:
+        TypeError: the value is not a bool.
+    """
+    raw = (getattr(context, "definition_metadata", None) or {}).get(SPARK_REPARTITION_KEY, False)
+    value = getattr(raw, "value", raw)
+    if not isinstance(value, bool):
+        raise TypeError(f"output metadata {SPARK_REPARTITION_KEY!r} must be true or false, got {value!r}")
+    return value
 
 
 class NoSparkSessionError(RuntimeError):
@@ -92,23 +116,75 @@ class SparkDataFrameHandler(TypeHandler):
         """
         return write_spark_dataset(obj, datasets, key, overwrite=True, run_id=run_id, metadata=metadata)
 
-    def to_arrow(self, obj: Any) -> pa.Table:
-        """Collect ``obj`` to the driver as a ``pyarrow.Table`` with the Spark layer's Arrow schema.
-
-        Used for ``write_mode`` ``"append"``/``"merge"`` and ``partition_by``, which the
-        dataset layer applies to Arrow tables; the whole DataFrame must fit on the driver.
+    def write_with_options(
+        self,
+        context: OutputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        obj: Any,
+        options: WriteOptions,
+        *,
+        run_id: str | None,
+        metadata: dict[str, str],
+    ) -> OptionsWrite:
+        """Run ``append``, ``merge`` and ``partition_by`` writes on the executors.
 
         Raises:
-            TypeError: a column's type cannot be stored (the message names it).
+            TypeError: ``obj`` has a column that cannot be stored, or a bad ``spark_repartition``.
+            ValueError: as ``append_spark_dataset`` / ``merge_spark_dataset`` (schema, keys).
+            RemoteStoreError: the dataset layer failed.
         """
-        target = spark_schema_to_arrow(obj.schema)
-        table = obj.toArrow()
-        if table.schema.equals(target):
-            return table
-        try:
-            return table.cast(target)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise TypeError(f"cannot convert the Spark DataFrame to Arrow as {target}: {exc}") from None
+        repartition = _repartition_option(context)
+        if options.write_mode == "append":
+            manifest = append_spark_dataset(
+                obj,
+                datasets,
+                key,
+                run_id=run_id,
+                metadata=metadata,
+                partition_by=options.partition_by,
+                allow_new_columns=options.allow_new_columns,
+                repartition=repartition,
+            )
+            return OptionsWrite(manifest=manifest, rows=_appended(manifest))
+        if options.write_mode == "merge":
+            result = merge_spark_dataset(
+                obj,
+                datasets,
+                key,
+                key_columns=list(options.key_columns or ()),
+                strategy=options.merge_strategy,
+                partition_by=options.partition_by,
+                run_id=run_id,
+                metadata=metadata,
+                repartition=repartition,
+            )
+            return OptionsWrite(merge=result)
+        manifest = write_spark_dataset(
+            obj,
+            datasets,
+            key,
+            overwrite=True,
+            run_id=run_id,
+            metadata=metadata,
+            partition_by=options.partition_by,
+            repartition=repartition,
+        )
+        return OptionsWrite(manifest=manifest, rows=manifest.row_count)
+
+    def to_arrow(self, obj: Any) -> pa.Table:
+        """Refuse: Spark DataFrames are never collected to the driver.
+
+        Every write goes through :meth:`write` or :meth:`write_with_options`,
+        which run on the executors.
+
+        Raises:
+            TypeError: always.
+        """
+        raise TypeError(
+            "a Spark DataFrame is never collected to the driver's Python process; its writes (overwrite, append, "
+            "merge, partition_by) run on the executors through SparkDataFrameHandler.write_with_options"
+        )
 
     def read(
         self,
@@ -177,3 +253,9 @@ class SparkDataFrameHandler(TypeHandler):
         except AnalysisException as exc:
             raise ValueError(f"the partitions' DataFrames cannot be unioned: {exc}") from None
         return combined
+
+
+def _appended(manifest: DatasetManifest) -> int:
+    """Rows the append that committed ``manifest`` added: its parts' names carry the commit's token."""
+    token = manifest.txn or ""
+    return sum(f.row_count or 0 for f in manifest.file_entries() if token and token in f.path)

@@ -20,6 +20,8 @@ file objects.
 
 from __future__ import annotations
 
+import atexit
+import gc
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +37,11 @@ from ._partition import partition_scalar
 from ._pruning import filter_columns, normalize_filters, to_expression
 from ._read import _check_row_filterable, _open_verified, check_columns, plan
 from .manifest import DatasetManifest, FileEntry
+
+# Scans leave objects holding pyarrow S3 file handles to the garbage collector; at interpreter exit
+# they would outlive pyarrow's S3 finalizer (registered when pyarrow.fs was imported, so it runs
+# after this hook) and abort the process ("terminate called without an active exception").
+atexit.register(gc.collect)
 
 
 @dataclass(frozen=True)

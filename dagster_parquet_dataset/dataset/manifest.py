@@ -16,6 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -212,9 +213,9 @@ class DatasetManifest:
     finds its token here and knows its commit landed, even if other writers
     committed on top meanwhile."""
 
-    @property
+    @cached_property
     def schema(self) -> pa.Schema | None:
-        """The Arrow schema that was written, or ``None`` if the manifest lacks it."""
+        """The Arrow schema that was written, or ``None`` if the manifest lacks it (decoded once)."""
         if self.arrow_schema is None:
             return None
         return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(self.arrow_schema)))
@@ -356,16 +357,17 @@ class DatasetManifest:
         ):
             raise ManifestCorrupted("manifest 'txn'/'txns' should be a string and a list of strings", reason="bad txns")
         arrow_schema = raw.get("arrow_schema")
+        decoded: pa.Schema | None = None
         if arrow_schema is not None:
             if not isinstance(arrow_schema, str):
                 raise ManifestCorrupted("manifest arrow_schema should be a base64 string", reason="bad arrow_schema")
             try:
-                pa.ipc.read_schema(pa.py_buffer(base64.b64decode(arrow_schema, validate=True)))
+                decoded = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(arrow_schema, validate=True)))
             except Exception as exc:
                 raise ManifestCorrupted(
                     f"manifest arrow_schema does not decode: {exc}", reason="bad arrow_schema"
                 ) from None
-        return cls(
+        manifest = cls(
             dataset_key=raw["dataset_key"],
             parts=list(parts),
             row_count=raw["row_count"],
@@ -384,3 +386,6 @@ class DatasetManifest:
             txn=txn,
             txns=tuple(txns),
         )
+        if decoded is not None:
+            manifest.__dict__["schema"] = decoded  # the cached_property's slot: decoded once, while validating
+        return manifest

@@ -56,7 +56,7 @@ from ._layout import (
 from ._merge import MergeResult, check_merge_args
 from ._merge_op import Replan, merge_into
 from ._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
-from ._read import PartsVanished, ReadPlan, plan, read_parts
+from ._read import PartsVanished, ReadPlan, parallel_map, plan, read_parts
 from ._schema import check_column_names, conform_data, evolve_schema, recorded_schema
 from ._vacuum import VacuumResult, own_files, plan_vacuum
 from ._write import (
@@ -745,7 +745,7 @@ class ParquetDatasetStore:
             raise ValueError(f"scan_datasets got a key more than once ({checked}); its rows would be read twice")
         from ._scan import scan_manifests
 
-        manifests = [(k, self._committed_manifest(k)) for k in checked]
+        manifests = list(zip(checked, parallel_map(self._committed_manifest, checked), strict=True))
         return scan_manifests(self.store, manifests, columns, filters)
 
     def dataset_exists(self, key: str) -> bool:

@@ -6,9 +6,12 @@ nothing about stores or datasets.
 
 from __future__ import annotations
 
+import re
+import sys
 from typing import Any
 
 from ..errors import StoreAccessError
+from ._s3_http import S3ConnectError
 
 #: Error codes of a conditional write that lost (the condition was enforced).
 CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
@@ -38,10 +41,34 @@ PROBE_NAME = "_conditional_write_probe"
 _WRONG_ETAG = '"00000000000000000000000000000000"'
 
 
+#: pyarrow's names (``AWS Error NAME during ...`` in its ``OSError`` messages) for S3 error codes.
+_PYARROW_CODES = {
+    "NO_SUCH_BUCKET": "NoSuchBucket",
+    "NO_SUCH_KEY": "NoSuchKey",
+    "RESOURCE_NOT_FOUND": "404",
+    "ACCESS_DENIED": "AccessDenied",
+    "INVALID_ACCESS_KEY_ID": "InvalidAccessKeyId",
+    "SIGNATURE_DOES_NOT_MATCH": "SignatureDoesNotMatch",
+    "EXPIRED_TOKEN": "ExpiredToken",
+}
+_PYARROW_ERROR = re.compile(r"AWS Error ([A-Z_]+)")
+
+
 def error_code(exc: BaseException) -> str:
-    """The S3 error code of a botocore ``ClientError`` (``""`` for anything else)."""
+    """The S3 error code of a botocore ``ClientError``, an :class:`S3HttpError` or a
+    pyarrow S3 ``OSError`` (``""`` for anything else)."""
     response = getattr(exc, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
+    code = str(response.get("Error", {}).get("Code", ""))
+    if not code and isinstance(exc, OSError):
+        match = _PYARROW_ERROR.search(str(exc))
+        if match:
+            code = _PYARROW_CODES.get(match.group(1), "")
+    return code
+
+
+def _unreachable(exc: BaseException) -> bool:
+    """The request never reached the server (our plain requests, or pyarrow's)."""
+    return isinstance(exc, S3ConnectError) or (isinstance(exc, OSError) and "AWS Error NETWORK_CONNECTION" in str(exc))
 
 
 def access_error(exc: BaseException, failed: str, *, bucket_request: bool = False) -> StoreAccessError | None:
@@ -53,13 +80,16 @@ def access_error(exc: BaseException, failed: str, *, bucket_request: bool = Fals
         bucket_request: ``exc`` answers a request on the bucket itself (HeadBucket),
             where a bare 404 means the bucket is missing.
     """
-    try:
-        from botocore import exceptions as boto_exc
-    except ImportError:  # pragma: no cover - depends on install
-        return None
-    if isinstance(exc, (boto_exc.NoCredentialsError, boto_exc.PartialCredentialsError)):
+    if _unreachable(exc):
+        return StoreAccessError(
+            f"{failed}: cannot connect to the endpoint ({exc}); check endpoint_url (scheme, host, port) "
+            "and that the server is running and reachable"
+        )
+    # A botocore exception exists only if botocore was imported: do not import it here (slow).
+    boto_exc = sys.modules.get("botocore.exceptions")
+    if boto_exc is not None and isinstance(exc, (boto_exc.NoCredentialsError, boto_exc.PartialCredentialsError)):
         return StoreAccessError(f"{failed}: no AWS credentials were found; {_CREDENTIALS_HINT}")
-    if isinstance(exc, (boto_exc.EndpointConnectionError, boto_exc.ConnectTimeoutError)):
+    if boto_exc is not None and isinstance(exc, (boto_exc.EndpointConnectionError, boto_exc.ConnectTimeoutError)):
         return StoreAccessError(
             f"{failed}: cannot connect to the endpoint ({exc}); check endpoint_url (scheme, host, port) "
             "and that the server is running and reachable"

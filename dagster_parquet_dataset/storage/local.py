@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from ..errors import CommitConflict, NotFound
 from .base import Capability, FileInfo, Store, validate_key
@@ -85,6 +86,7 @@ class LocalStore(Store):
         """Raises ``ValueError`` for a URL root (see :func:`_check_root`), before touching the disk."""
         self.root = _check_root(root)
         self.durable = durable
+        self._real_root: str | None = None
 
     def __repr__(self) -> str:
         return f"LocalStore({self.root!r})"
@@ -92,7 +94,19 @@ class LocalStore(Store):
     def _path(self, key: str) -> str:
         validate_key(key, what="path")
         full = os.path.join(self.root, *key.split("/"))
-        real_root = os.path.realpath(self.root)
+        real_root = self._real_root
+        if real_root is None:
+            real_root = os.path.realpath(self.root)
+            if os.path.isdir(real_root):  # resolved for good once the root exists
+                self._real_root = real_root
+        # Keys have no '..' segments: only a symlink below the root can lead outside it.
+        below = real_root
+        for segment in key.split("/"):
+            below = os.path.join(below, segment)
+            if os.path.islink(below):
+                break
+        else:
+            return full
         real = os.path.realpath(full)
         if real != real_root and not real.startswith(real_root + os.sep):
             raise ValueError(f"path {key!r} resolves outside the store root {self.root!r}")
@@ -219,3 +233,7 @@ class LocalStore(Store):
 
     def uri(self, path: str = "") -> str:
         return Path(self.root, *(path.split("/") if path else [])).as_uri()
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """pyarrow's ``LocalFileSystem`` and the store's root folder (see :meth:`Store.arrow_filesystem`)."""
+        return pafs.LocalFileSystem(), self.root.replace(os.sep, "/")

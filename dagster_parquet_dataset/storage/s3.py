@@ -1,7 +1,14 @@
 """``S3Store``: objects in an S3 bucket (AWS or any S3-compatible server).
 
-Reads go through :class:`pyarrow.fs.S3FileSystem` (ranged reads, so unread
-Parquet columns are never downloaded). Writes stream through a boto3
+Reads need no boto3 client: with static credentials (given, or in
+``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY``) they are plain signed
+``GET``/``HEAD`` requests (one per object read whole, ranged GETs otherwise, so
+unread Parquet columns are never downloaded, each checking the object's real
+size); with other credentials (profiles, roles) they go through
+:class:`pyarrow.fs.S3FileSystem`, which knows the whole credential chain.
+Listings and lazy scans use pyarrow's filesystem too. The boto3 client is
+created only for writes and commits (and :meth:`S3Store.read_versioned`, which
+needs the ETag). Writes stream through a boto3
 multipart upload that is completed on success and aborted on failure, so an
 object is replaced whole or not at all (pyarrow's own output stream cannot be
 aborted from Python). Commits use boto3's conditional ``PutObject``
@@ -23,7 +30,7 @@ import io
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
@@ -37,6 +44,7 @@ from ._s3_checks import CONFLICT_CODES as _CONFLICT_CODES
 from ._s3_checks import MISSING_CODES as _MISSING_CODES
 from ._s3_checks import PROBE_NAME, access_error, probe_conditional_writes
 from ._s3_checks import error_code as _error_code
+from ._s3_http import S3ConnectError, S3Http, S3HttpError
 from .base import Capability, FileInfo, Store, validate_key
 
 #: (endpoint, bucket) pairs whose conditional writes were checked in this process:
@@ -111,6 +119,8 @@ class S3Store(Store):
         self._init_lock = threading.Lock()
         self._client_obj: Any = None
         self._fs_obj: pafs.S3FileSystem | None = None
+        self._http_obj: S3Http | None = None
+        self._http_checked = False
         self._cas_checked = False
 
     def __repr__(self) -> str:
@@ -122,6 +132,8 @@ class S3Store(Store):
         state["_init_lock"] = None
         state["_client_obj"] = None
         state["_fs_obj"] = None
+        state["_http_obj"] = None
+        state["_http_checked"] = False
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -264,6 +276,31 @@ class S3Store(Store):
     def _rel(self, key: str) -> str:
         return key[len(self.prefix) + 1 :] if self.prefix else key
 
+    @property
+    def _http(self) -> S3Http | None:
+        """Plain signed requests for reads, when credentials are static (given, or in the
+        environment); ``None`` otherwise (reads then go through pyarrow's filesystem)."""
+        if not self._http_checked:
+            with self._init_lock:
+                if not self._http_checked:
+                    key, secret, token = self.aws_access_key_id, self.aws_secret_access_key, self.aws_session_token
+                    if not (key and secret):
+                        key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
+                        token = os.environ.get("AWS_SESSION_TOKEN")
+                    self._http_obj = (
+                        S3Http(self.endpoint_url, self.region, self.bucket, key, secret, token)
+                        if key and secret
+                        else None
+                    )
+                    self._http_checked = True
+        return self._http_obj
+
+    def _read_failed(self, exc: Exception, path: str) -> None:
+        """Raise what a failed read of ``path`` means (``NotFound``, ``StoreAccessError``); return otherwise."""
+        if isinstance(exc, FileNotFoundError) or _error_code(exc) in _MISSING_CODES:
+            raise NotFound(f"no object {path!r} in {self!r}") from None
+        self._raise_access(exc, f"reading {path!r}")
+
     def exists(self, path: str) -> bool:
         try:
             self.size(path)
@@ -272,29 +309,41 @@ class S3Store(Store):
             return False
 
     def size(self, path: str) -> int:
+        key = self._key(path)
+        http = self._http
         try:
-            response = self._client.head_object(Bucket=self.bucket, Key=self._key(path))
+            if http is not None:
+                return int(http.request("HEAD", key).headers["content-length"])
+            info = self._fs.get_file_info(f"{self.bucket}/{key}")
         except Exception as exc:
-            if _error_code(exc) in _MISSING_CODES:
-                raise NotFound(f"no object {path!r} in {self!r}") from None
-            self._raise_access(exc, f"reading {path!r}")
+            self._read_failed(exc, path)
             raise
-        return int(response["ContentLength"])
+        if info.type != pafs.FileType.File:
+            raise NotFound(f"no object {path!r} in {self!r}")
+        return int(info.size)
 
     def _get(self, path: str) -> tuple[bytes, str]:
         try:
             response = self._client.get_object(Bucket=self.bucket, Key=self._key(path))
         except Exception as exc:
-            if _error_code(exc) in _MISSING_CODES:
-                raise NotFound(f"no object {path!r} in {self!r}") from None
-            self._raise_access(exc, f"reading {path!r}")
+            self._read_failed(exc, path)
             raise
         return response["Body"].read(), response["ETag"]
 
     def read_bytes(self, path: str) -> bytes:
-        return self._get(path)[0]
+        key = self._key(path)
+        http = self._http
+        try:
+            if http is not None:
+                return http.request("GET", key).body
+            with self._fs.open_input_stream(f"{self.bucket}/{key}", compression=None) as f:
+                return bytes(f.read())
+        except Exception as exc:
+            self._read_failed(exc, path)
+            raise
 
     def read_versioned(self, path: str) -> tuple[bytes, str]:
+        # The only read that needs the ETag (a commit's compare-and-swap token): boto3's GET returns both at once.
         return self._get(path)
 
     def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
@@ -304,13 +353,31 @@ class S3Store(Store):
             if size is not None and len(data) != size:
                 raise OSError(f"s3://{self.bucket}/{self._key(path)} is {len(data)} bytes, expected {size}")
             return pa.BufferReader(data)
-        if size is not None:
-            # Known size: no HEAD. Every ranged GET checks the object's real size.
-            return pa.PythonFile(_RangeReader(self._client, self.bucket, self._key(path), size), mode="r")
+        key = self._key(path)
+        http = self._http
+        if http is not None:
+            # Every ranged GET checks the object's real size (Content-Range): no HEAD when it is known.
+            return pa.PythonFile(
+                _RangeReader(
+                    http,
+                    self.bucket,
+                    key,
+                    self.size(path) if size is None else size,
+                    lambda exc: self._raise_access(exc, f"reading {path!r}"),
+                ),
+                mode="r",
+            )
         try:
-            return self._fs.open_input_file(f"{self.bucket}/{self._key(path)}")
-        except FileNotFoundError:
-            raise NotFound(f"no object {path!r} in {self!r}") from None
+            # pyarrow asks the server for the real size (HEAD) before any ranged read.
+            source = self._fs.open_input_file(f"{self.bucket}/{key}")
+        except Exception as exc:
+            self._read_failed(exc, path)
+            raise
+        if size is not None and source.size() != size:
+            actual = source.size()
+            source.close()
+            raise OSError(f"s3://{self.bucket}/{key} is {actual} bytes, expected {size}")
+        return source
 
     @contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
@@ -356,16 +423,20 @@ class S3Store(Store):
                 )
 
     def list_files(self, path: str) -> Iterator[FileInfo]:
-        paginator = self._client.get_paginator("list_objects_v2")
-        prefix = self._key(path) + "/" if path else (self.prefix + "/" if self.prefix else "")
-        pages = iter(paginator.paginate(Bucket=self.bucket, Prefix=prefix))
-        while True:
-            with self._translated(f"listing {path!r}"):
-                page = next(pages, None)
-            if page is None:
-                return
-            for obj in page.get("Contents", []):
-                yield FileInfo(self._rel(obj["Key"]), obj["Size"], obj["LastModified"].timestamp())
+        # "" lists the whole store (every dataset under the prefix).
+        base = f"{self.bucket}/{self._key(path)}" if path else "/".join(p for p in (self.bucket, self.prefix) if p)
+        try:
+            # Not allow_not_found: with it, pyarrow also answers "nothing" for a missing bucket.
+            infos = self._fs.get_file_info(pafs.FileSelector(base, recursive=True))
+        except FileNotFoundError:
+            return
+        except Exception as exc:
+            self._raise_access(exc, f"listing {path!r}")
+            raise
+        files = sorted((i for i in infos if i.type == pafs.FileType.File), key=lambda i: i.path)
+        for info in files:
+            modified = info.mtime.timestamp() if info.mtime is not None else None
+            yield FileInfo(self._rel(info.path[len(self.bucket) + 1 :]), int(info.size), modified)
 
     def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
         """Compare-and-swap with a conditional ``PutObject``.
@@ -394,6 +465,10 @@ class S3Store(Store):
                 raise ConnectionError(f"no answer from S3 for the conditional write of {path!r}: {exc}") from exc
             raise
         return str(response["ETag"])
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """This store's ``pyarrow.fs.S3FileSystem`` and ``"bucket/prefix"`` (see :meth:`Store.arrow_filesystem`)."""
+        return self._fs, f"{self.bucket}/{self.prefix}" if self.prefix else self.bucket
 
     def uri(self, path: str = "") -> str:
         key = self._key(path) if path else self.prefix
@@ -504,9 +579,10 @@ class _RangeReader(io.RawIOBase):
     its size differs from the expected one (truncated or replaced).
     """
 
-    def __init__(self, client: Any, bucket: str, key: str, size: int) -> None:
+    def __init__(self, http: S3Http, bucket: str, key: str, size: int, translate: Callable[[Exception], None]) -> None:
         super().__init__()
-        self._client = client
+        self._translate = translate
+        self._http = http
         self._bucket = bucket
         self._key = key
         self._size = size
@@ -531,8 +607,8 @@ class _RangeReader(io.RawIOBase):
         if end <= self._pos:
             return b""
         try:
-            response = self._client.get_object(Bucket=self._bucket, Key=self._key, Range=f"bytes={self._pos}-{end - 1}")
-        except Exception as exc:
+            response = self._http.request("GET", self._key, byte_range=(self._pos, end - 1))
+        except (S3HttpError, S3ConnectError) as exc:
             code = _error_code(exc)
             if code in _MISSING_CODES:
                 raise FileNotFoundError(f"s3://{self._bucket}/{self._key} does not exist") from None
@@ -540,11 +616,16 @@ class _RangeReader(io.RawIOBase):
                 raise OSError(
                     f"s3://{self._bucket}/{self._key} is shorter than the expected {self._size} bytes"
                 ) from None
+            self._translate(exc)  # credentials, bucket, endpoint: a StoreAccessError
             raise
-        total = response.get("ContentRange", "").rpartition("/")[2]
+        total = response.headers.get("content-range", "").rpartition("/")[2]
         if total.isdigit() and int(total) != self._size:
             raise OSError(f"s3://{self._bucket}/{self._key} is {total} bytes, expected {self._size}")
-        data: bytes = response["Body"].read()
+        data = response.body
+        if not total.isdigit() and len(data) != self._size:  # a 200 answer: the whole object
+            raise OSError(f"s3://{self._bucket}/{self._key} is {len(data)} bytes, expected {self._size}")
+        if not total.isdigit():
+            data = data[self._pos : end]
         self._pos += len(data)
         return data
 

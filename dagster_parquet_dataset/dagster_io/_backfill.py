@@ -71,7 +71,8 @@ class BackfillIncomplete(RemoteStoreError):
 
     Attributes:
         committed: partition keys whose new version is committed.
-        failed: partition keys whose write failed or never started (still at their old version).
+        failed: partition keys whose write failed or never started (at their old version, unless the
+            store lost the response of a commit that did land: ``CommitOutcomeUnknown``).
     """
 
     def __init__(self, message: str, committed: Sequence[str], failed: Sequence[str]) -> None:
@@ -512,7 +513,8 @@ def commit_each(partition_keys: Sequence[str], write: Callable[[int], R], thread
     raise BackfillIncomplete(
         f"{what}: the backfill committed {len(committed)} of {count} partitions before "
         f"partition {partition_keys[min(errors)]!r} failed ({type(first).__name__}: {first}). Each partition "
-        f"is at its old or its new version: committed {_short(committed)}; not written {_short(failed)}. "
+        f"is at its old or its new version: committed {_short(committed)}; failed or not started "
+        f"{_short(failed)}. "
         "Re-run the backfill to write the rest.",
         committed,
         failed,

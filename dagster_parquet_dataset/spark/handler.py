@@ -41,6 +41,8 @@ from ._write import write_spark_dataset
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
 
+    from ..dagster_io._backfill import Backfill
+
 
 class NoSparkSessionError(RuntimeError):
     """A Spark DataFrame input was requested, but this process has no SparkSession."""
@@ -88,6 +90,28 @@ class SparkDataFrameHandler(TypeHandler):
             RemoteStoreError: the dataset layer failed.
         """
         return write_spark_dataset(obj, datasets, key, overwrite=True, run_id=run_id, metadata=metadata)
+
+    def write_partitions(
+        self,
+        context: OutputContext | None,
+        datasets: ParquetDatasetStore,
+        obj: Any,
+        backfill: Backfill,
+    ) -> list[Any]:
+        """A single-run backfill: with the default ``write_mode`` (overwrite, no ``partition_by``)
+        the executors split and write every partition in one Spark job and the driver commits
+        each partition (:func:`~dagster_parquet_dataset.spark._backfill.write_spark_partitions`);
+        other write modes go through :meth:`to_arrow`, as for one partition.
+
+        Raises:
+            ValueError: a row's partition value is null or in no partition of the run; nothing is committed.
+            BackfillIncomplete: some partitions committed and others failed.
+        """
+        if not backfill.options.is_default:
+            return super().write_partitions(context, datasets, obj, backfill)
+        from ._backfill import write_spark_partitions
+
+        return list(write_spark_partitions(obj, datasets, backfill))
 
     def to_arrow(self, obj: Any) -> pa.Table:
         """Collect ``obj`` to the driver as a ``pyarrow.Table`` with the Spark layer's Arrow schema.

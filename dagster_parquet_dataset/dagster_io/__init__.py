@@ -3,6 +3,7 @@
 Importing this package imports ``dagster``; the core package does not.
 """
 
+from ._backfill import BackfillIncomplete
 from ._ownership import DatasetKeyCollision
 from .handlers import (
     OPTIONAL_HANDLERS,
@@ -26,6 +27,7 @@ __all__ = [
     "OPTIONAL_HANDLERS",
     "ArrowConvertingHandler",
     "ArrowTableHandler",
+    "BackfillIncomplete",
     "DatasetKeyCollision",
     "HandlerRegistry",
     "InMemoryStoreResource",

@@ -19,8 +19,7 @@ import pyarrow as pa
 import pytest
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, Store
-from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager
-from dagster_parquet_dataset.dagster_io._backfill import BackfillIncomplete
+from dagster_parquet_dataset.dagster_io import BackfillIncomplete, LocalStoreResource, RemoteStoreIOManager
 from dagster_parquet_dataset.dagster_io.resources import StoreResource
 from tests._stores import WrappingStore
 
@@ -513,10 +512,40 @@ def test_bad_partition_expr_metadata(
     assert not any(datasets.store.list_files("sales"))
 
 
-def test_backfill_incomplete_is_exported_and_lists_keys() -> None:
-    assert issubclass(BackfillIncomplete, Exception)
-    exc = BackfillIncomplete("m", ["a"], ["b"])
-    assert exc.committed == ["a"] and exc.failed == ["b"]
+def _range_context(start: str, end: str) -> dg.OutputContext:
+    return dg.build_output_context(
+        asset_key=["sales"],
+        asset_partitions_def=DAILY,
+        asset_partition_key_range=dg.PartitionKeyRange(start, end),
+        definition_metadata={"partition_expr": "day"},
+    )
+
+
+def test_hand_built_range_context(io_manager: RemoteStoreIOManager, datasets: ParquetDatasetStore) -> None:
+    context = _range_context(RANGE[0], RANGE[-1])
+    io_manager.handle_output(context, _days(RANGE, skip=("2024-01-05",)))
+    assert [datasets.read_manifest(f"sales/{d}").row_count for d in RANGE] == [3, 3, 3, 0]
+    metadata = context.get_logged_metadata()
+    assert metadata["partitions_written"].value == 4 and metadata["rows_written"].value == 9
+
+
+def test_backfill_incomplete_lists_committed_and_failed_keys(root: str, datasets: ParquetDatasetStore) -> None:
+    store = FailingLocalStoreResource(root=root, failing_key="sales/2024-01-04", where="part")
+    io_manager = RemoteStoreIOManager(store=store)
+    with pytest.raises(BackfillIncomplete) as info:
+        io_manager.handle_output(_range_context(RANGE[0], RANGE[-1]), _days(RANGE))
+    assert info.value.failed == ["2024-01-04"]
+    assert info.value.committed == ["2024-01-02", "2024-01-03", "2024-01-05"]
+    assert isinstance(info.value.__cause__, ConnectionError)
+    assert [datasets.dataset_exists(f"sales/{d}") for d in RANGE] == [True, True, False, True]
+    assert not any(f.path.endswith(".parquet") for f in datasets.store.list_files("sales/2024-01-04"))
+
+
+def test_a_failure_when_nothing_committed_is_raised_as_is(root: str, datasets: ParquetDatasetStore) -> None:
+    store = FailingLocalStoreResource(root=root, failing_key="sales/2024-01-02", where="part")
+    with pytest.raises(ConnectionError, match="injected"):
+        RemoteStoreIOManager(store=store).handle_output(_range_context(RANGE[0], RANGE[0]), _days(RANGE[:1]))
+    assert not datasets.dataset_exists("sales/2024-01-02")
 
 
 def test_owner_check_runs_before_any_write(

@@ -57,6 +57,9 @@ class TypeHandler(abc.ABC):
     keeps the default :meth:`to_arrow`, which refuses with a clear error.
     :meth:`read` receives ``filters`` and ``version`` only when an input sets
     them, so a handler that does not support them need not accept them.
+    :meth:`write_partitions` serves single-run backfills (an output over
+    several partition keys, split by ``partition_expr``); its default splits
+    :meth:`to_arrow`'s table in memory.
 
     **Adding a type** (this is the hook the Spark layer uses): subclass
     ``TypeHandler``, set :attr:`type_name`, implement :meth:`handles`,

@@ -14,6 +14,10 @@ or a manifest says the dataset was written from one.
   manifest and applies them as a Spark filter with ``read_dataset``'s
   semantics (nulls, NaN, exact literals); input ``version`` reads that
   retained version.
+* Single-run backfill (an output over several partition keys, split by
+  ``partition_expr``): :meth:`SparkDataFrameHandler.write_partitions`, one
+  Spark job whose tasks write each partition's parts, then one commit per
+  partition on the driver (``spark/_backfill.py``).
 * ``write_mode`` ``"append"``/``"merge"`` and ``partition_by``: the IO manager
   converts the DataFrame with :meth:`SparkDataFrameHandler.to_arrow`, which
   collects it to the driver (the dataset layer appends and merges Arrow tables).

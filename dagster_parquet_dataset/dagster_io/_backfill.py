@@ -34,7 +34,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
@@ -417,7 +417,7 @@ class Backfill:
     options: WriteOptions
     run_id: str | None
     write_table: Callable[[PartitionTarget, pa.Table], Any]
-    threads: int = BACKFILL_THREADS
+    threads: int = field(default_factory=lambda: BACKFILL_THREADS)
 
     def locate(self, data: pa.Table) -> np.ndarray:
         """:meth:`PartitionLocator.codes`, with the output named in the error.

@@ -348,34 +348,25 @@ def _dimension(column: str, partitions_def: Any, keys: Sequence[str]) -> _Dimens
 # ------------------------------------------------------------------ splitting
 
 
-def split_rows(codes: np.ndarray, count: int) -> list[slice | np.ndarray]:
-    """Per target ``0..count-1``: its rows, as a ``slice`` when contiguous, else sorted row indices.
+def group_rows(table: pa.Table, codes: np.ndarray, count: int) -> list[pa.Table]:
+    """Per target ``0..count-1``, its rows of ``table`` (empty tables for targets without rows).
 
-    One stable counting sort of the codes; no per-target scan of the table.
+    When each target's rows are contiguous these are zero-copy slices of
+    ``table``; otherwise ``table`` is taken once in target order (every row
+    copied once) and sliced, so no target scans the whole table.
     """
     counts = np.bincount(codes, minlength=count) if codes.size else np.zeros(count, dtype=np.int64)
-    if count == 1:
-        return [slice(0, int(codes.size))]
-    small = codes.astype(np.int16) if count < 2**15 else codes  # numpy's stable sort is a radix sort on int16
-    order = np.argsort(small, kind="stable")
-    offsets = np.concatenate(([0], np.cumsum(counts)))
-    out: list[slice | np.ndarray] = []
-    for i in range(count):
-        rows = order[offsets[i] : offsets[i + 1]]
-        if rows.size and int(rows[-1]) - int(rows[0]) == rows.size - 1:
-            out.append(slice(int(rows[0]), int(rows[0]) + rows.size))
-        elif rows.size == 0:
-            out.append(slice(0, 0))
-        else:
-            out.append(rows)
-    return out
-
-
-def take_rows(table: pa.Table, rows: slice | np.ndarray) -> pa.Table:
-    """``table``'s ``rows``: a zero-copy slice when contiguous, else one ``take``."""
-    if isinstance(rows, slice):
-        return table.slice(rows.start, rows.stop - rows.start)
-    return table.take(pa.array(rows, pa.int64()))
+    if codes.size:
+        run_starts = np.concatenate(([0], np.flatnonzero(np.diff(codes)) + 1))
+        if run_starts.size == np.count_nonzero(counts):  # one run per target: slices of the table itself
+            out = [table.slice(0, 0)] * count
+            for start, code in zip(run_starts.tolist(), codes[run_starts].tolist(), strict=True):
+                out[code] = table.slice(start, int(counts[code]))
+            return out
+        small = codes.astype(np.int16) if count < 2**15 else codes  # numpy's stable sort is a radix sort on int16
+        table = table.take(pa.array(np.argsort(small, kind="stable"), pa.int64()))
+    offsets = np.concatenate(([0], np.cumsum(counts))).tolist()
+    return [table.slice(offsets[i], offsets[i + 1] - offsets[i]) for i in range(count)]
 
 
 # --------------------------------------------------------------- the backfill
@@ -436,8 +427,9 @@ class Backfill:
 def write_arrow_partitions(data: pa.Table | pa.RecordBatchReader, backfill: Backfill) -> list[Any]:
     """Split ``data`` by partition in memory and write each part with ``backfill.write_table``.
 
-    Every row is located first (nothing is written if one is bad); each
-    partition's rows are taken once (a zero-copy slice when contiguous), and
+    Every row is located first (nothing is written if one is bad); the rows
+    are grouped by partition with at most one ``take`` of the whole table
+    (zero-copy slices when each partition's rows are contiguous), and
     the partitions are written in parallel, each committing on its own. A
     partition with no rows gets an empty table with the output's schema.
 
@@ -452,10 +444,11 @@ def write_arrow_partitions(data: pa.Table | pa.RecordBatchReader, backfill: Back
     """
     table = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
     codes = backfill.locate(table)
-    rows = split_rows(codes, len(backfill.targets))
+    groups = group_rows(table, codes, len(backfill.targets))
+    del codes, table
     return commit_each(
         [t.partition_key for t in backfill.targets],
-        lambda i: backfill.write_table(backfill.targets[i], take_rows(table, rows[i])),
+        lambda i: backfill.write_table(backfill.targets[i], groups[i]),
         backfill.threads,
         backfill.what,
     )

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..dagster_io._backfill import Backfill, PartitionLocator, commit_each, split_rows, take_rows
+from ..dagster_io._backfill import Backfill, PartitionLocator, commit_each, group_rows
 from ..dataset._write import PartOptions, encode_part
 from ..dataset.manifest import DatasetManifest, FileEntry
 from ..dataset.store import ParquetDatasetStore, PendingWrite
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 #: What each backfill task returns per part it wrote (or one row with ``error`` set).
+#: Parts a task encodes at once (one per partition it holds).
+_TASK_THREADS = 4
+
 _DESCRIPTOR_DDL = (
     "target int, partition int, chunk int, task_attempt long, attempt int, path string, row_count long, "
     "size_bytes long, stats string, error string"
@@ -120,35 +123,40 @@ class _BackfillTaskWriter:
             return
         options = PartOptions(self.compression, self.row_group_size)
         group = self.row_group_size or _GROUP_ROWS
-        for target, selected in enumerate(split_rows(codes, len(self.keys))):
-            rows = take_rows(table, selected)
-            if rows.num_rows == 0:
-                continue
-            limit = self.max_rows_per_file or rows.num_rows
+        jobs: list[tuple[int, int, str, pa.Table]] = []
+        for target, rows in enumerate(group_rows(table, codes, len(self.keys))):
+            limit = self.max_rows_per_file or max(rows.num_rows, 1)
             for start in range(0, rows.num_rows, limit):
-                piece = rows.slice(start, limit)
                 name = (
                     f"{self.folders[target]}part-{partition:05d}-{self._chunk:05d}-{self.txns[target]}-t{task}.parquet"
                 )
-                entry = encode_part(
-                    self.store,
-                    f"{self.keys[target]}/{name}",
-                    name,
-                    self.schema,
-                    _regroup(iter(piece.to_batches()), self.schema, group),
-                    options,
-                )
+                jobs.append((target, self._chunk, name, rows.slice(start, limit)))
+                self._chunk += 1
+
+        def encode(job: tuple[int, int, str, pa.Table]) -> FileEntry:
+            target, _chunk, name, piece = job
+            return encode_part(
+                self.store,
+                f"{self.keys[target]}/{name}",
+                name,
+                self.schema,
+                _regroup(iter(piece.to_batches()), self.schema, group),
+                options,
+            )
+
+        # The partitions' parts are encoded a few at a time (pyarrow releases the GIL while encoding and writing).
+        with ThreadPoolExecutor(max_workers=_TASK_THREADS, thread_name_prefix="pds-backfill-task") as pool:
+            for (target, chunk, name, _piece), entry in zip(jobs, pool.map(encode, jobs), strict=True):
                 yield self._descriptor(
                     {
                         "target": target,
-                        "chunk": self._chunk,
+                        "chunk": chunk,
                         "path": entry.path,
                         "row_count": entry.row_count,
                         "size_bytes": entry.size_bytes,
                         "stats": json.dumps(entry.stats) if getattr(entry, "stats", None) else None,
                     }
                 )
-                self._chunk += 1
                 if self._fail:
                     raise _InjectedTaskFailure(
                         f"test knob {FAIL_AFTER_PART_PROPERTY}: attempt 0 of partition {partition} fails after "

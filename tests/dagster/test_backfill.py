@@ -563,3 +563,20 @@ def test_owner_check_runs_before_any_write(
     assert not datasets.dataset_exists("sales/2024-01-02")  # checked for every key before writing any
     assert datasets.read_dataset("sales/2024-01-04").column("x").to_pylist() == [1]
     assert os.path.isdir(root)
+
+
+@pytest.mark.parametrize(
+    "codes", [[1, 1, 0, 0, 0, 3], [0, 1, 0, 3, 1, 0], [3, 3, 3, 3, 3, 3], [0, 1, 3, 1, 0, 3]], ids=str
+)
+def test_group_rows_matches_a_filter_per_target(codes: list[int]) -> None:
+    import numpy as np
+
+    from dagster_parquet_dataset.dagster_io._backfill import group_rows
+
+    table = pa.table({"i": list(range(len(codes))), "s": [f"r{i}" for i in range(len(codes))]})
+    groups = group_rows(table, np.array(codes, dtype=np.int64), 4)
+    assert len(groups) == 4
+    for target, group in enumerate(groups):
+        expected = [i for i, c in enumerate(codes) if c == target]
+        assert group.column("i").to_pylist() == expected  # original order kept within a target
+        assert group.schema == table.schema

@@ -3,6 +3,7 @@
 Importing this package imports ``dagster``; the core package does not.
 """
 
+from ._backfill import BackfillIncomplete
 from ._checks import build_dataset_checks
 from ._observe import observable_dataset
 from ._ownership import DatasetKeyCollision
@@ -28,6 +29,7 @@ __all__ = [
     "OPTIONAL_HANDLERS",
     "ArrowConvertingHandler",
     "ArrowTableHandler",
+    "BackfillIncomplete",
     "DatasetKeyCollision",
     "HandlerRegistry",
     "InMemoryStoreResource",

@@ -55,6 +55,11 @@ def partitions_def_of(context: InputContext | OutputContext) -> Any:
     return _get(lambda: context.asset_partitions_def)
 
 
+def step_context_of(context: OutputContext) -> Any:
+    """The run's step execution context, or ``None`` for a context built by hand."""
+    return _get(lambda: context.step_context)
+
+
 def _instance_of(context: InputContext | OutputContext) -> DagsterInstance | None:
     return _get(lambda: context.instance)
 

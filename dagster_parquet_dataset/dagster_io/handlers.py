@@ -33,6 +33,7 @@ from ..errors import DatasetIncomplete, ManifestCorrupted, NotFound
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
 
+    from ._backfill import Backfill
     from .options import WriteOptions
 
 #: Manifest metadata keys the IO manager writes (all values are strings).
@@ -74,6 +75,9 @@ class TypeHandler(abc.ABC):
     keeps the default :meth:`to_arrow`, which refuses with a clear error.
     :meth:`read` receives ``filters`` and ``version`` only when an input sets
     them, so a handler that does not support them need not accept them.
+    :meth:`write_partitions` serves single-run backfills (an output over
+    several partition keys, split by ``partition_expr``); its default splits
+    :meth:`to_arrow`'s table in memory.
 
     **Adding a type** (this is the hook the Spark layer uses): subclass
     ``TypeHandler``, set :attr:`type_name`, implement :meth:`handles`,
@@ -180,6 +184,35 @@ class TypeHandler(abc.ABC):
             f"{self.type_name} outputs can only be written with the default write_mode 'overwrite' and no "
             f"partition_by: {type(self).__name__} does not convert them to Arrow"
         )
+
+    def write_partitions(
+        self,
+        context: OutputContext | None,
+        datasets: ParquetDatasetStore,
+        obj: Any,
+        backfill: Backfill,
+    ) -> list[Any]:
+        """Write ``obj``, which holds the rows of several partitions, to each partition's dataset.
+
+        Serves single-run backfills (output metadata ``partition_expr``; see
+        :mod:`._backfill`). The default converts ``obj`` with :meth:`to_arrow`,
+        splits it in memory and writes each partition with
+        ``backfill.write_table`` (every ``write_mode``); a handler that writes
+        elsewhere (Spark, on its executors) overrides it.
+
+        Returns:
+            Per target of ``backfill``, in order: the committed :class:`DatasetManifest`
+            (an overwrite), or what ``backfill.write_table`` returned.
+
+        Raises:
+            ValueError: a row's partition value is null or in no partition of the run
+                (nothing is written).
+            TypeError: ``obj`` cannot be converted to Arrow.
+            BackfillIncomplete: some partitions committed and others failed.
+        """
+        from ._backfill import write_arrow_partitions
+
+        return write_arrow_partitions(self.to_arrow(obj), backfill)
 
     @abc.abstractmethod
     def combine(self, objs: Sequence[Any]) -> Any:

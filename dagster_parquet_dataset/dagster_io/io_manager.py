@@ -40,6 +40,7 @@ from ..errors import (
     RemoteStoreError,
     VersionNotRetained,
 )
+from . import _backfill as _bf
 from . import _context as _ctx
 from . import _ownership as _own
 from . import _presentation as _present
@@ -374,9 +375,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 if len(partition_keys) != 1:
                     raise ValueError(
                         f"asset {context.asset_key.to_user_string()}: this output covers {len(partition_keys)} "
-                        "partitions, but RemoteStoreIOManager stores each partition as its own dataset and "
-                        "cannot split one output between them. Launch the backfill with one run per "
-                        "partition (not a single run over the range)."
+                        "partitions, each its own dataset, so it has no single dataset key; handle_output "
+                        f"splits such an output by the column its {_bf.PARTITION_EXPR_KEY!r} metadata names."
                     )
                 return self._asset_key_for_partition(path, _ctx.partitions_def_of(context), partition_keys[0])
             return keys_mod.asset_dataset_key(prefix, path)
@@ -436,17 +436,24 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 ``write_mode``, ``"merge"`` without ``key_columns``, ...); nothing is written.
             UnsupportedTypeError: no handler for ``type(obj)``; the message lists the supported types.
             ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
-            ValueError: the output spans several partitions, or the dataset layer refused the
+            ValueError: the output spans several partitions without ``partition_expr`` metadata,
+                a row's ``partition_expr`` value is null or in no partition of the run (nothing
+                is written; see :mod:`._backfill`), or the dataset layer refused the
                 data (a schema an append or merge cannot take, duplicate or null merge keys,
                 an unknown ``partition_by`` column, a partitioning that differs from the dataset's).
             DatasetNotFound: ``merge_strategy="update"`` and the dataset does not exist yet.
             DatasetKeyCollision: the dataset key already holds another asset or partition
                 (recorded in its manifest); nothing is written.
             RemoteStoreError: the dataset layer failed (e.g. ``CommitConflict``).
+            BackfillIncomplete: a single-run backfill committed some partitions and not others.
         """
         self._check_executor(context)
         datasets = self._dataset_store()
         options = WriteOptions.from_metadata(context.definition_metadata, self._describe_output(context))
+        if context.has_asset_key and context.has_asset_partitions:
+            if len(context.asset_partition_keys) > 1 or _bf.PARTITION_EXPR_KEY in context.definition_metadata:
+                self._write_backfill(context, obj, options)  # a single-run backfill (see _backfill)
+                return
         key = self.output_dataset_key(context)
         if obj is None:
             context.add_output_metadata(
@@ -475,6 +482,79 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         run_id = self._run_id(context)
         written = self._write(context, datasets, handler, key, obj, options, run_id=run_id, metadata=metadata)
         context.add_output_metadata(self._output_metadata(context, key, written, handler, options))
+
+    def _write_backfill(self, context: OutputContext, obj: Any, options: WriteOptions) -> None:
+        """Split an output over the run's partition keys by ``partition_expr``; each key's dataset commits alone.
+
+        The same dataset keys, manifest metadata and owner checks as one-partition
+        runs; every check runs before anything is written. Each partition's
+        materialization gets its own metadata (row count, version, ...).
+        """
+        datasets = self._dataset_store()
+        what = self._describe_output(context)
+        partitions_def = _ctx.partitions_def_of(context)
+        partition_keys = [str(k) for k in context.asset_partition_keys]
+        expr = _bf.parse_partition_expr(context.definition_metadata, partitions_def, what)
+        if expr is None:
+            raise _bf.missing_partition_expr(what, len(partition_keys), partitions_def)
+        if obj is None:
+            context.add_output_metadata(
+                {
+                    "written": MetadataValue.bool(False),
+                    "note": MetadataValue.text("the output was None: nothing written"),
+                }
+            )
+            return
+        handler = self.registry.for_type(type(obj))
+        if handler is None:
+            raise UnsupportedTypeError(
+                f"RemoteStoreIOManager cannot store {what}: it is a {_type_label(type(obj))}. "
+                f"Supported types: {self.registry.describe_supported()}."
+            )
+        path = list(context.asset_key.path)
+        targets = []
+        for pk in partition_keys:
+            key = self._asset_key_for_partition(path, partitions_def, pk)
+            metadata = self._manifest_metadata(context, handler, pk)
+            _own.check_owner(self._recorded_metadata(datasets, key), _own.owner(metadata), key=key, writing=True)
+            targets.append(_bf.PartitionTarget(pk, key, metadata))
+        arrow = self.registry.for_type(pa.Table)
+        assert arrow is not None
+        run_id = self._run_id(context)
+        backfill = _bf.Backfill(
+            what=what,
+            targets=tuple(targets),
+            locator=_bf.PartitionLocator.build(expr, partitions_def, partition_keys),
+            options=options,
+            run_id=run_id,
+            write_table=lambda t, table: self._write(
+                context, datasets, arrow, t.dataset_key, table, options, run_id=run_id, metadata=t.metadata
+            ),
+        )
+        results = handler.write_partitions(context, datasets, obj, backfill)
+        written = [_Written(r, r.row_count, _total_bytes(r)) if isinstance(r, DatasetManifest) else r for r in results]
+        if len(targets) == 1:
+            context.add_output_metadata(
+                self._output_metadata(context, targets[0].dataset_key, written[0], handler, options)
+            )
+            return
+        step = _ctx.step_context_of(context)
+        for target, one in zip(targets, written, strict=True):
+            if step is not None:
+                step.add_asset_metadata(
+                    self._output_metadata(context, target.dataset_key, one, handler, options),
+                    asset_key=context.asset_key,
+                    partition_key=target.partition_key,
+                )
+        context.add_output_metadata(
+            {
+                "partitions_written": MetadataValue.int(len(targets)),
+                "rows_written": MetadataValue.int(sum(w.rows for w in written)),
+                "partition_expr": MetadataValue.json(expr),
+                "write_mode": MetadataValue.text(options.write_mode),
+                "python_type": MetadataValue.text(handler.type_name),
+            }
+        )
 
     def _write(
         self,
@@ -595,12 +675,14 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         except DagsterInvariantViolationError:
             return None
 
-    def _manifest_metadata(self, context: OutputContext, handler: TypeHandler) -> dict[str, str]:
+    def _manifest_metadata(
+        self, context: OutputContext, handler: TypeHandler, partition_key: str | None = None
+    ) -> dict[str, str]:
         metadata = {PYTHON_TYPE_KEY: handler.type_name}
         if context.has_asset_key:
             metadata[ASSET_KEY_KEY] = context.asset_key.to_user_string()
             if context.has_asset_partitions:
-                partition_key = context.asset_partition_keys[0]
+                partition_key = context.asset_partition_keys[0] if partition_key is None else partition_key
                 metadata[PARTITION_KEY_KEY] = str(partition_key)
                 _values, by_dim = self._partition_values(_ctx.partitions_def_of(context), partition_key)
                 for dim, value in (by_dim or {}).items():

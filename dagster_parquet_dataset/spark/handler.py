@@ -25,6 +25,12 @@ or a manifest says the dataset was written from one.
   ``partition_by``); output metadata ``spark_repartition: true`` first
   repartitions the rows by the partition columns. No data row is collected
   to the driver.
+* Single-run backfill (an output over several partition keys, split by
+  ``partition_expr``) with the default ``write_mode``:
+  :meth:`SparkDataFrameHandler.write_partitions`, one Spark job whose tasks
+  write each partition's parts, then one commit per partition on the driver
+  (``spark/_backfill.py``). Other write modes are refused for backfills of
+  Spark DataFrames (launch one run per partition).
 
 The datasets are ordinary datasets: an input annotated ``pandas.DataFrame`` or
 ``pyarrow.Table`` loads a Spark-written one, and a Spark input loads one
@@ -50,6 +56,7 @@ from ._write import write_spark_dataset
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
 
+    from ..dagster_io._backfill import Backfill
     from ..dagster_io.options import WriteOptions
 
 #: Output metadata key: repartition a Spark DataFrame by its ``partition_by`` columns before writing.
@@ -115,6 +122,34 @@ class SparkDataFrameHandler(TypeHandler):
             RemoteStoreError: the dataset layer failed.
         """
         return write_spark_dataset(obj, datasets, key, overwrite=True, run_id=run_id, metadata=metadata)
+
+    def write_partitions(
+        self,
+        context: OutputContext | None,
+        datasets: ParquetDatasetStore,
+        obj: Any,
+        backfill: Backfill,
+    ) -> list[Any]:
+        """A single-run backfill: with the default ``write_mode`` (overwrite, no ``partition_by``)
+        the executors split and write every partition in one Spark job and the driver commits
+        each partition (:func:`~dagster_parquet_dataset.spark._backfill.write_spark_partitions`).
+        Other write modes (append, merge, ``partition_by``) are refused before anything is
+        written: they would need one executor-side write per partition, which is not built yet.
+
+        Raises:
+            NotImplementedError: a write mode other than the default; nothing is written.
+            ValueError: a row's partition value is null or in no partition of the run; nothing is committed.
+            BackfillIncomplete: some partitions committed and others failed.
+        """
+        if not backfill.options.is_default:
+            raise NotImplementedError(
+                f"{backfill.what}: a single-run backfill of a Spark DataFrame supports the default write mode "
+                "only (overwrite, no partition_by); with write_mode append/merge or partition_by, launch one "
+                "run per partition. Nothing was written."
+            )
+        from ._backfill import write_spark_partitions
+
+        return list(write_spark_partitions(obj, datasets, backfill))
 
     def write_with_options(
         self,

@@ -350,3 +350,83 @@ def test_pipeline_on_s3_selected_by_environment(moto_endpoint: str) -> None:
     assert s3.read_dataset(f"staging/clean_events/{DAY1}").num_rows == manifest.row_count > 2_000
     uri = result.asset_materializations_for_node("staging__clean_events")[0].metadata["dagster/uri"].value
     assert uri == f"s3://{bucket}/example_project/staging/clean_events/{DAY1}"
+
+
+# ------------------------------------------------------------------ single-run backfill of the Spark aggregation
+
+
+def _check_stats_for(datasets: ParquetDatasetStore, day: str, run_id: str) -> None:
+    from example_project.assets.staging import clean
+    from example_project.generate import raw_events
+
+    expected_clean, _dropped = clean(raw_events(_day(day)).to_pandas())
+    stats = datasets.read_dataset(f"marts/daily_event_stats/{day}").to_pandas()
+    assert set(stats["event_date"]) == {_day(day)}
+    got = stats.sort_values(["country", "event_type"]).reset_index(drop=True)
+    pd.testing.assert_frame_equal(got, _expected_stats(expected_clean), check_dtype=False)
+    manifest = datasets.read_manifest(f"marts/daily_event_stats/{day}")
+    assert manifest.run_id == run_id
+    assert (manifest.metadata or {})["dagster.partition_key"] == day
+
+
+def test_daily_event_stats_backfills_a_range_in_one_run(
+    spark: Any, example_resources: dict[str, Any], datasets: ParquetDatasetStore
+) -> None:
+    """Upstream days one run each, then the Spark aggregation over the three days in a single run."""
+    a = _assets()
+    for day in (DAY1, DAY2, DAY3):
+        _materialize(example_resources, [a.raw_events, a.clean_events], day)
+    assert a.daily_event_stats.backfill_policy == dg.BackfillPolicy.single_run()
+    result = dg.materialize(
+        a.ALL_ASSETS,
+        selection=[a.daily_event_stats],
+        resources=example_resources,
+        tags={"dagster/asset_partition_range_start": DAY1, "dagster/asset_partition_range_end": DAY3},
+    )
+    assert result.success
+    for day in (DAY1, DAY2, DAY3):
+        _check_stats_for(datasets, day, result.run_id)
+    mats = {m.partition: m.metadata for m in result.asset_materializations_for_node("marts__daily_event_stats")}
+    assert sorted(mats) == [DAY1, DAY2, DAY3]
+    for day, md in mats.items():
+        assert (
+            md["dagster/partition_row_count"].value
+            == datasets.read_manifest(f"marts/daily_event_stats/{day}").row_count
+        )
+        assert md["dataset_key"].value == f"marts/daily_event_stats/{day}"
+
+
+def test_cli_partition_range_backfills_in_one_run(
+    example_resources: dict[str, Any], datasets: ParquetDatasetStore, data_root: Path, tmp_path: Path
+) -> None:
+    """The command docs/example-project.md shows: ``dagster asset materialize --partition-range``."""
+    import subprocess
+
+    from .test_dagster_dev import DAGSTER, _example_env
+
+    a = _assets()
+    for day in (DAY1, DAY2):
+        _materialize(example_resources, [a.raw_events, a.clean_events], day)
+    proc = subprocess.run(
+        [
+            DAGSTER,
+            "asset",
+            "materialize",
+            "-m",
+            "example_project.definitions",
+            "--select",
+            "marts/daily_event_stats",
+            "--partition-range",
+            f"{DAY1}...{DAY2}",
+        ],
+        cwd=PROJECT_DIR,
+        env=_example_env(tmp_path / "home", data_root),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_ids = {datasets.read_manifest(f"marts/daily_event_stats/{d}").run_id for d in (DAY1, DAY2)}
+    assert len(run_ids) == 1 and None not in run_ids  # both days from one run
+    for day in (DAY1, DAY2):
+        _check_stats_for(datasets, day, next(iter(run_ids)))

@@ -29,16 +29,22 @@ def aggregate_events(events: DataFrame) -> DataFrame:
     group_name="clickstream",
     kinds={"parquet", "spark"},
     ins={"events": dg.AssetIn(key=["staging", "clean_events"])},
-    description="Events, customers and revenue per country and event type for one day (PySpark).",
+    # A backfill of many days is one run and one Spark job: the IO manager splits the output by
+    # event_date and commits each day's dataset on its own (see docs/dagster.md, single-run backfills).
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    metadata={"partition_expr": "event_date"},
+    description="Events, customers and revenue per country and event type per day (PySpark).",
 )
 def daily_event_stats(context: dg.AssetExecutionContext, pyspark: PySparkResource, events: DataFrame) -> DataFrame:
-    """Aggregate one day of clean events on Spark.
+    """Aggregate the run's days of clean events on Spark.
 
-    ``events`` arrives as a Spark DataFrame read from the dataset's parts by
-    the executors; the result is written back by the executors, one part per
-    Spark partition (one here: the aggregate is small).
+    A run covers one day, or a range of days in a single-run backfill;
+    ``events`` arrives as one Spark DataFrame over the range's partitions,
+    read by the executors. The result holds a row per day, country and event
+    type; the executors write each day's rows into that day's dataset.
     """
-    pyspark.spark_context.setJobDescription(f"daily_event_stats {context.partition_key}")
+    days = context.partition_key_range
+    pyspark.spark_context.setJobDescription(f"daily_event_stats {days.start}..{days.end}")
     return aggregate_events(events).coalesce(1)
 
 

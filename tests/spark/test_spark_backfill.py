@@ -1,0 +1,259 @@
+"""Single-run backfills of Spark DataFrames: one Spark job writes every partition, the driver commits each.
+
+Real ``local[2,2]`` session, ``materialize`` with the range tags and
+``BackfillPolicy.single_run()``, on a ``LocalStore`` and on moto S3 (the
+executor path writes through the ``S3Store``). Everything is checked by
+reading the store back with an independent ``ParquetDatasetStore``.
+"""
+
+import datetime as dt
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+import pyarrow as pa
+import pytest
+from dagster_pyspark import PySparkResource
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store
+from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
+from dagster_parquet_dataset.spark._write import FAIL_AFTER_PART_PROPERTY
+
+from ..conftest import make_bucket
+
+DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
+RANGE = ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05"]
+TAGS = {"dagster/asset_partition_range_start": RANGE[0], "dagster/asset_partition_range_end": RANGE[-1]}
+MARKERS = {"manifest.json", "_SUCCESS", "_claim"}
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    with dg.DagsterInstance.ephemeral() as inst:
+        yield inst
+
+
+@pytest.fixture(params=["local", "s3"])
+def backend(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[RemoteStoreIOManager, ParquetDatasetStore]:
+    if request.param == "local":
+        root = os.path.join(tmp_path, "store")
+        return RemoteStoreIOManager(store=LocalStoreResource(root=root)), ParquetDatasetStore(LocalStore(root))
+    endpoint = request.getfixturevalue("moto_endpoint")
+    bucket = make_bucket(endpoint)
+    io_manager = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint))
+    return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint))
+
+
+def _run(assets: list[Any], io_manager: RemoteStoreIOManager, instance: dg.DagsterInstance, **kw: Any) -> Any:
+    return dg.materialize(
+        assets,
+        resources={"io_manager": io_manager, "pyspark": PySparkResource(spark_config={})},
+        instance=instance,
+        tags=kw.pop("tags", TAGS),
+        **kw,
+    )
+
+
+def _events(session: SparkSession, days: list[str], per_day: int = 25, partitions: int = 3) -> DataFrame:
+    """``per_day`` rows per day, spread over ``partitions`` Spark partitions (every task holds every day)."""
+    n = per_day * len(days)
+    day = F.element_at(F.array(*[F.lit(d) for d in days]), (F.col("id") % len(days) + 1).cast("int"))
+    return (
+        session.range(0, n, 1, partitions)
+        .withColumn("day", F.to_date(day))
+        .withColumn("value", F.concat(day, F.lit("#"), F.col("id").cast("string")))
+    )
+
+
+def _asset(make: Any, metadata: dict[str, Any] | None = None) -> dg.AssetsDefinition:
+    @dg.asset(
+        partitions_def=DAILY,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        metadata={"partition_expr": "day"} if metadata is None else metadata,
+    )
+    def sales(context: dg.AssetExecutionContext, pyspark: PySparkResource) -> DataFrame:
+        return make(pyspark.spark_session, [str(k) for k in context.partition_keys])
+
+    return sales
+
+
+def _files(datasets: ParquetDatasetStore, key: str) -> set[str]:
+    return {f.path[len(key) + 1 :] for f in datasets.store.list_files(key)}
+
+
+def _check_partition(datasets: ParquetDatasetStore, day: str, count: int) -> None:
+    table = datasets.read_dataset(f"sales/{day}")
+    assert table.num_rows == count
+    assert set(table.column("day").to_pylist()) <= {dt.date.fromisoformat(day)}
+    values = table.column("value").to_pylist()
+    assert len(set(values)) == len(values) and all(v.startswith(day + "#") for v in values)
+    manifest = datasets.read_manifest(f"sales/{day}")
+    assert _files(datasets, f"sales/{day}") - MARKERS == set(manifest.parts)  # no staging, no stray attempts
+
+
+def test_spark_backfill_writes_every_partition_in_one_job(
+    spark: SparkSession, backend: tuple[RemoteStoreIOManager, ParquetDatasetStore], instance: dg.DagsterInstance
+) -> None:
+    io_manager, datasets = backend
+    result = _run([_asset(_events)], io_manager, instance)
+    assert result.success
+    for day in RANGE:
+        _check_partition(datasets, day, 25)
+        m = datasets.read_manifest(f"sales/{day}")
+        assert m.run_id == result.run_id
+        assert m.metadata["dagster.partition_key"] == day
+        assert m.metadata["dagster.python_type"] == "pyspark.sql.DataFrame"
+        assert datasets.read_dataset(f"sales/{day}").schema.field("day").type == pa.date32()
+    counts = {
+        m.partition: m.metadata["dagster/partition_row_count"].value
+        for m in result.asset_materializations_for_node("sales")
+    }
+    assert counts == dict.fromkeys(RANGE, 25)
+    assert not datasets.dataset_exists("sales/2024-01-01") and not datasets.dataset_exists("sales/2024-01-06")
+
+    # Re-running is idempotent: same rows, one new version each, the old files gone.
+    before = {d: sorted(datasets.read_dataset(f"sales/{d}").column("value").to_pylist()) for d in RANGE}
+    _run([_asset(_events)], io_manager, instance)
+    for day in RANGE:
+        _check_partition(datasets, day, 25)
+        assert sorted(datasets.read_dataset(f"sales/{day}").column("value").to_pylist()) == before[day]
+        assert datasets.read_manifest(f"sales/{day}").version == 2
+
+
+@pytest.mark.parametrize("bad", ["outside", "null"])
+def test_spark_rows_outside_the_run_commit_nothing(
+    spark: SparkSession,
+    backend: tuple[RemoteStoreIOManager, ParquetDatasetStore],
+    instance: dg.DagsterInstance,
+    bad: str,
+) -> None:
+    io_manager, datasets = backend
+    _run([_asset(_events)], io_manager, instance, tags={**TAGS, "dagster/asset_partition_range_end": RANGE[1]})
+    before = {d: datasets.read_manifest(f"sales/{d}").version for d in RANGE[:2]}
+
+    def make(session: SparkSession, days: list[str]) -> DataFrame:
+        odd = "DATE'2024-01-09'" if bad == "outside" else "CAST(NULL AS DATE)"
+        return _events(session, days).withColumn("day", F.expr(f"CASE WHEN id = 37 THEN {odd} ELSE day END"))
+
+    result = _run([_asset(make)], io_manager, instance, raise_on_error=False)
+    assert not result.success
+    error = result.failure_data_for_node("sales").error
+    text = (error.cause or error).message
+    assert "ValueError" in (error.cause or error).cls_name and "'day'" in text
+    assert ("2024, 1, 9" in text) if bad == "outside" else ("null" in text)
+    assert {d: datasets.read_manifest(f"sales/{d}").version for d in RANGE[:2]} == before
+    for day in RANGE[:2]:
+        assert _files(datasets, f"sales/{day}") - MARKERS == set(datasets.read_manifest(f"sales/{day}").parts)
+    for day in RANGE[2:]:
+        assert not datasets.dataset_exists(f"sales/{day}")
+        assert _files(datasets, f"sales/{day}") <= {"_claim"}  # the parts the tasks wrote are gone
+
+
+def test_spark_key_without_rows_gets_an_empty_dataset(
+    spark: SparkSession, backend: tuple[RemoteStoreIOManager, ParquetDatasetStore], instance: dg.DagsterInstance
+) -> None:
+    io_manager, datasets = backend
+    result = _run([_asset(lambda s, days: _events(s, [d for d in days if d != "2024-01-04"]))], io_manager, instance)
+    empty = datasets.read_dataset("sales/2024-01-04")
+    assert empty.num_rows == 0 and empty.schema.names == ["id", "day", "value"]
+    counts = {
+        m.partition: m.metadata["dagster/partition_row_count"].value
+        for m in result.asset_materializations_for_node("sales")
+    }
+    assert counts["2024-01-04"] == 0 and counts["2024-01-03"] == 25
+
+
+def _failed_tasks(spark: SparkSession, group: str) -> int:
+    tracker = spark.sparkContext.statusTracker()
+    failed = 0
+    for job in tracker.getJobIdsForGroup(group):
+        info = tracker.getJobInfo(job)
+        for stage in info.stageIds if info else []:
+            stage_info = tracker.getStageInfo(stage)
+            failed += stage_info.numFailedTasks if stage_info else 0
+    return failed
+
+
+def test_spark_task_retry_leaves_exactly_one_attempts_rows(
+    spark: SparkSession, backend: tuple[RemoteStoreIOManager, ParquetDatasetStore], instance: dg.DagsterInstance
+) -> None:
+    """Attempt 0 of Spark partition 1 writes a part into one partition's dataset, then fails;
+    Spark retries it (``local[2,2]``). Only the successful attempt's parts are committed."""
+    io_manager, datasets = backend
+    group = f"backfill-retry-{uuid.uuid4().hex[:8]}"
+
+    def make(session: SparkSession, days: list[str]) -> DataFrame:
+        sc = session.sparkContext
+        sc.setJobGroup(group, "backfill task retry test")
+        sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, "1")
+        return _events(session, days)
+
+    try:
+        result = _run([_asset(make)], io_manager, instance)
+    finally:
+        spark.sparkContext.setLocalProperty(FAIL_AFTER_PART_PROPERTY, None)  # type: ignore[arg-type]
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
+    assert result.success
+    assert _failed_tasks(spark, group) == 1  # the retry really happened
+    for day in RANGE:
+        _check_partition(datasets, day, 25)  # every row exactly once, the failed attempt's part is gone
+
+
+def test_spark_downstream_reads_the_range_and_append_mode_is_refused(
+    spark: SparkSession, backend: tuple[RemoteStoreIOManager, ParquetDatasetStore], instance: dg.DagsterInstance
+) -> None:
+    io_manager, datasets = backend
+    seen: dict[str, Any] = {}
+
+    @dg.asset(partitions_def=DAILY, backfill_policy=dg.BackfillPolicy.single_run())
+    def totals(sales: DataFrame) -> None:
+        seen["rows"] = sales.count()
+        seen["days"] = sorted(str(r.day) for r in sales.select("day").distinct().collect())
+
+    assert _run([_asset(_events), totals], io_manager, instance).success
+    assert seen == {"rows": 100, "days": RANGE}
+
+    # Append (and merge, partition_by) backfills of a Spark DataFrame are refused before anything is
+    # written: they would otherwise collect the DataFrame to the driver.
+    appended = _asset(_events, {"partition_expr": "day", "write_mode": "append"})
+    with pytest.raises(NotImplementedError, match="launch one run per partition"):
+        _run([appended], io_manager, instance)
+    for day in RANGE:
+        assert datasets.read_manifest(f"sales/{day}").row_count == 25
+
+
+def test_spark_multi_partitions(
+    spark: SparkSession, backend: tuple[RemoteStoreIOManager, ParquetDatasetStore], instance: dg.DagsterInstance
+) -> None:
+    io_manager, datasets = backend
+    multi = dg.MultiPartitionsDefinition(
+        {"region": dg.StaticPartitionsDefinition(["eu", "us"]), "date": dg.DailyPartitionsDefinition("2024-01-01")}
+    )
+
+    @dg.asset(
+        partitions_def=multi,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        metadata={"partition_expr": {"date": "ts", "region": "region"}},
+    )
+    def sales(pyspark: PySparkResource) -> DataFrame:
+        return pyspark.spark_session.createDataFrame(
+            [
+                (dt.datetime(2024, 1, 1, 5, tzinfo=dt.timezone.utc), "eu", "a"),
+                (dt.datetime(2024, 1, 2, 23, tzinfo=dt.timezone.utc), "us", "b"),
+                (dt.datetime(2024, 1, 2, 1, tzinfo=dt.timezone.utc), "us", "c"),
+            ],
+            "ts timestamp, region string, value string",
+        ).repartition(2)
+
+    tags = {
+        "dagster/asset_partition_range_start": "2024-01-01|eu",
+        "dagster/asset_partition_range_end": "2024-01-02|us",
+    }
+    assert _run([sales], io_manager, instance, tags=tags).success
+    assert datasets.read_dataset("sales/2024-01-01/eu").column("value").to_pylist() == ["a"]
+    assert sorted(datasets.read_dataset("sales/2024-01-02/us").column("value").to_pylist()) == ["b", "c"]
+    assert datasets.read_dataset("sales/2024-01-01/us").num_rows == 0

@@ -28,7 +28,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -70,6 +70,9 @@ from ._write import (
     table_chunks,
 )
 from .manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
 
 log = logging.getLogger(__name__)
 
@@ -687,6 +690,65 @@ class ParquetDatasetStore:
                     ) from None
                 manifest = latest
         raise DatasetIncomplete(f"dataset {key!r} kept changing while it was read; try again")
+
+    def scan_dataset(
+        self,
+        key: str,
+        *,
+        columns: Sequence[str] | None = None,
+        filters: Any = None,
+        version: int | None = None,
+    ) -> pads.Dataset:
+        """A lazy ``pyarrow.dataset.Dataset`` over the committed dataset ``key`` (see docs/scans.md).
+
+        Only the manifest is read now; the files are read when the caller scans
+        (``to_table``, ``to_batches``, DuckDB, ``polars.scan_pyarrow_dataset``).
+        The dataset holds exactly the parts :meth:`plan_read` selects, with
+        partition columns and later-added columns (nulls) as :meth:`read_dataset`
+        returns them, and ``filters`` attached as its row filter, so
+        ``scan_dataset(...).to_table()`` equals ``read_dataset(...)`` for the same
+        arguments. Columns that ``filters`` names but ``columns`` leaves out are
+        carried after ``columns``. Unlike :meth:`read_dataset`, a scan does not
+        retry when a concurrent commit removes a part it planned on.
+
+        Raises:
+            DatasetNotFound / DatasetIncomplete / NotFound / ManifestCorrupted: as :meth:`read_dataset`.
+            ValueError / TypeError: an unknown column, malformed filters.
+            CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
+            DatasetIncomplete: when scanned: a part is missing, truncated or replaced.
+        """
+        from ._scan import scan_manifests  # pyarrow.dataset is slow to import: only when scanning
+
+        key = self._key(key)
+        return scan_manifests(self.store, [(key, self._committed_manifest(key, version))], columns, filters)
+
+    def scan_datasets(
+        self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None
+    ) -> pads.Dataset:
+        """One lazy ``pyarrow.dataset.Dataset`` over the latest versions of several datasets.
+
+        The union of each dataset's selected parts, in the order of ``keys``
+        (as :meth:`scan_dataset`, one dataset). Its schema unifies theirs: a
+        column some datasets lack reads as nulls there.
+
+        Raises:
+            TypeError: ``keys`` is a single string.
+            ValueError: ``keys`` is empty or repeats a key, the schemas disagree
+                (a column of different types), an unknown column, malformed filters.
+            DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as :meth:`read_dataset`, for any key.
+            CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
+        """
+        if isinstance(keys, (str, bytes)):
+            raise TypeError(f"keys must be a list of dataset keys, not a single string {keys!r}")
+        checked = [self._key(k) for k in keys]
+        if not checked:
+            raise ValueError("scan_datasets needs at least one dataset key")
+        if len(set(checked)) != len(checked):
+            raise ValueError(f"scan_datasets got a key more than once ({checked}); its rows would be read twice")
+        from ._scan import scan_manifests
+
+        manifests = [(k, self._committed_manifest(k)) for k in checked]
+        return scan_manifests(self.store, manifests, columns, filters)
 
     def dataset_exists(self, key: str) -> bool:
         """Whether ``{key}/_SUCCESS`` exists (PDS-007).

@@ -13,6 +13,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.fs as pafs
+
+from ..errors import CapabilityNotSupported
 
 _FORBIDDEN_CHARS = ("\x00", "\\")
 
@@ -197,3 +200,18 @@ class Store(abc.ABC):
     def uri(self, path: str = "") -> str:
         """A URI for ``path`` that other tools understand (``file://``, ``s3://``)."""
         return f"{type(self).__name__.lower()}://{path}"
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """A pyarrow filesystem that reads this store's objects, and where the store root is on it.
+
+        The object at key ``k`` is at ``f"{base}/{k}"`` on the returned filesystem
+        (at ``k`` when ``base`` is ``""``). Lazy scans (``pyarrow.dataset``, DuckDB,
+        polars) read through it; use it for reading only: writes must go through
+        the store so that they stay atomic. The filesystem is created lazily and
+        may be shared with the store.
+
+        Raises:
+            CapabilityNotSupported: the backend cannot be read through a pyarrow
+                filesystem (the default for backends that do not override this).
+        """
+        raise CapabilityNotSupported(f"{type(self).__name__} cannot be read through a pyarrow filesystem")

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from ..errors import CommitConflict, NotFound
 from .base import Capability, FileInfo, Store, validate_key
@@ -218,3 +219,7 @@ class LocalStore(Store):
 
     def uri(self, path: str = "") -> str:
         return Path(self.root, *(path.split("/") if path else [])).as_uri()
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """pyarrow's ``LocalFileSystem`` and the store's root folder (see :meth:`Store.arrow_filesystem`)."""
+        return pafs.LocalFileSystem(), self.root.replace(os.sep, "/")

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from ..errors import CommitConflict, NotFound
 from .base import Capability, FileInfo, Store, validate_key
@@ -121,3 +122,78 @@ class MemoryStore(Store):
 
     def uri(self, path: str = "") -> str:
         return f"memory://{path}"
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """A read-only ``pyarrow.fs.PyFileSystem`` over this store's objects, base ``""``
+        (see :meth:`Store.arrow_filesystem`). Reads see the objects as they are when opened."""
+        return pafs.PyFileSystem(_MemoryHandler(self)), ""
+
+
+class _MemoryHandler(pafs.FileSystemHandler):
+    """Read-only pyarrow view of a :class:`MemoryStore` (paths are store keys)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self._store = store
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _MemoryHandler) and other._store is self._store
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return id(self._store)
+
+    def get_type_name(self) -> str:
+        return "pds-memory"
+
+    def normalize_path(self, path: str) -> str:
+        return path.strip("/")
+
+    def _info(self, path: str) -> pafs.FileInfo:
+        path = path.strip("/")
+        with self._store._lock:
+            obj = self._store._objects.get(path)
+            if obj is not None:
+                return pafs.FileInfo(path, pafs.FileType.File, size=obj[0].size, mtime=obj[2])
+            if not path or any(k.startswith(path + "/") for k in self._store._objects):
+                return pafs.FileInfo(path, pafs.FileType.Directory)
+        return pafs.FileInfo(path, pafs.FileType.NotFound)
+
+    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
+        return [self._info(p) for p in paths]
+
+    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
+        base = selector.base_dir.strip("/")
+        prefix = base + "/" if base else ""
+        if self._info(base).type != pafs.FileType.Directory:
+            if selector.allow_not_found:
+                return []
+            raise FileNotFoundError(f"no folder {base!r} in {self._store!r}")
+        with self._store._lock:
+            keys = sorted(k for k in self._store._objects if k.startswith(prefix))
+        out: dict[str, pafs.FileInfo] = {}
+        for key in keys:
+            rest = key[len(prefix) :].split("/")
+            depth = len(rest) if selector.recursive else 1
+            for i in range(1, min(depth, len(rest) - 1) + 1):
+                folder = prefix + "/".join(rest[:i])
+                out.setdefault(folder, pafs.FileInfo(folder, pafs.FileType.Directory))
+            if selector.recursive or len(rest) == 1:
+                out[key] = self._info(key)
+        return list(out.values())
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        try:
+            return pa.BufferReader(self._store._get(path.strip("/"))[0])
+        except NotFound:
+            raise FileNotFoundError(f"no object {path!r} in {self._store!r}") from None
+
+    def open_input_stream(self, path: str) -> pa.NativeFile:
+        return self.open_input_file(path)
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise OSError("the pyarrow view of a MemoryStore is read-only; write through the store")
+
+    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = _read_only
+    delete_file = move = copy_file = open_output_stream = open_append_stream = _read_only

@@ -394,6 +394,10 @@ class S3Store(Store):
             raise
         return str(response["ETag"])
 
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """This store's ``pyarrow.fs.S3FileSystem`` and ``"bucket/prefix"`` (see :meth:`Store.arrow_filesystem`)."""
+        return self._fs, f"{self.bucket}/{self.prefix}" if self.prefix else self.bucket
+
     def uri(self, path: str = "") -> str:
         key = self._key(path) if path else self.prefix
         return f"s3://{self.bucket}/{key}" if key else f"s3://{self.bucket}"

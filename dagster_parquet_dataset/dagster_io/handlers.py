@@ -4,10 +4,11 @@ The IO manager maps Dagster context to dataset keys and nothing else; how a
 value becomes a dataset (and back) is a :class:`TypeHandler`'s job. Built in:
 
 * :class:`ArrowTableHandler`           ``pyarrow.Table``
-* :class:`RecordBatchReaderHandler`    ``pyarrow.RecordBatchReader`` (streamed on write)
+* :class:`RecordBatchReaderHandler`    ``pyarrow.RecordBatchReader`` (streamed on write, loaded lazily)
 * :class:`PandasDataFrameHandler`      ``pandas.DataFrame`` (the index round-trips)
 * :class:`PolarsDataFrameHandler`      ``polars.DataFrame`` (when polars is installed)
-* :class:`PolarsLazyFrameHandler`      ``polars.LazyFrame`` (when polars is installed)
+* :class:`PolarsLazyFrameHandler`      ``polars.LazyFrame`` (when polars is installed; loaded lazily)
+* :class:`ArrowDatasetHandler`         ``pyarrow.dataset.Dataset`` (loaded lazily)
 
 Handlers for libraries that are slow to import or optional (Spark) are listed
 in :data:`OPTIONAL_HANDLERS` and imported only when no built-in handler fits.
@@ -339,6 +340,56 @@ class ArrowConvertingHandler(TypeHandler):
     ) -> Any:
         return self.from_arrow(datasets.read_dataset(key, columns=columns, filters=filters, version=version))
 
+    def read_many(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        keys: Sequence[str],
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+    ) -> Any:
+        """One scan over the union of the datasets (``scan_datasets``), materialized once, then :meth:`from_arrow`.
+
+        Falls back to the default (a verified ``read_dataset`` per key, then
+        :meth:`combine`) when the scan cannot be planned or a part fails while
+        scanned, so errors and retries on concurrent commits are those of
+        ``read_dataset``.
+        """
+        keys = list(keys)
+        table = _scan_table(datasets, keys, columns, filters, self._scan_fits) if len(keys) > 1 else None
+        if table is None:
+            return super().read_many(context, datasets, keys, columns=columns, filters=filters)
+        return self.from_arrow(table)
+
+    def _scan_fits(self, schema: pa.Schema) -> bool:
+        """Whether a table scanned with ``schema`` converts exactly as :meth:`combine` of per-key reads would."""
+        return True
+
+
+def _scan_table(
+    datasets: ParquetDatasetStore,
+    keys: Sequence[str],
+    columns: Sequence[str] | None,
+    filters: Any,
+    fits: Any = None,
+) -> pa.Table | None:
+    """``scan_datasets(keys, ...)`` read into one table with exactly ``columns``; ``None`` when the scan cannot
+    be planned (absent, incomplete or clashing datasets: the caller's per-key reads report it), ``fits`` refuses
+    its schema, or a part fails while it is read."""
+    try:
+        dataset = datasets.scan_datasets(keys, columns=columns, filters=filters)
+        if fits is not None and not fits(dataset.schema):
+            return None
+        table = dataset.to_table()
+    except (DatasetIncomplete, ValueError, OSError, pa.ArrowException):
+        return None
+    return table.select(list(columns)) if columns is not None else table
+
+
+def _scanner_columns(columns: Sequence[str] | None) -> list[str] | None:
+    return list(columns) if columns is not None else None
+
 
 class ArrowTableHandler(ArrowConvertingHandler):
     """``pyarrow.Table``, written and read as is."""
@@ -361,8 +412,9 @@ class ArrowTableHandler(ArrowConvertingHandler):
 class RecordBatchReaderHandler(ArrowConvertingHandler):
     """``pyarrow.RecordBatchReader``: an output is streamed part by part, never held whole.
 
-    Loading returns a reader over the table the dataset layer reads (reads are
-    not streamed: ``ParquetDatasetStore`` has no streaming read yet).
+    Loading is lazy: the reader streams a scan (``scan_dataset`` / ``scan_datasets``
+    over every partition the input asks for) with ``columns`` and ``filters``
+    pushed down; nothing is read until it is consumed.
     """
 
     type_name = "pyarrow.RecordBatchReader"
@@ -378,6 +430,48 @@ class RecordBatchReaderHandler(ArrowConvertingHandler):
 
     def combine(self, objs: Sequence[Any]) -> pa.RecordBatchReader:
         return _concat_arrow([r.read_all() for r in objs]).to_reader()
+
+    def read(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+        version: int | None = None,
+    ) -> pa.RecordBatchReader:
+        dataset = datasets.scan_dataset(key, columns=columns, filters=filters, version=version)
+        return dataset.scanner(columns=_scanner_columns(columns)).to_reader()
+
+    def read_many(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        keys: Sequence[str],
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+    ) -> pa.RecordBatchReader:
+        dataset = _scan_many(datasets, keys, columns, filters)
+        return dataset.scanner(columns=_scanner_columns(columns)).to_reader()
+
+
+def _scan_many(datasets: ParquetDatasetStore, keys: Sequence[str], columns: Sequence[str] | None, filters: Any) -> Any:
+    """``datasets.scan_datasets(keys, ...)``, with an absent or incomplete dataset's error naming its key.
+
+    Raises:
+        DatasetNotFound / DatasetIncomplete: a dataset cannot be scanned (``dataset_key`` names it).
+        ValueError / TypeError: as ``scan_datasets``.
+    """
+    keys = list(keys)
+    try:
+        return datasets.scan_datasets(keys, columns=columns, filters=filters)
+    except DatasetIncomplete as exc:
+        named = [k for k in keys if repr(k) in str(exc)]
+        if named:
+            _with_key(exc, max(named, key=len))
+        raise
 
 
 class PandasDataFrameHandler(ArrowConvertingHandler):
@@ -436,6 +530,38 @@ class PandasDataFrameHandler(ArrowConvertingHandler):
         extra = [c for c in index_columns if isinstance(c, str) and c not in columns]
         return columns + extra
 
+    def read_many(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        keys: Sequence[str],
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+    ) -> Any:
+        keys = list(keys)
+        if len(keys) > 1:
+            scan_columns = columns
+            if columns is not None and not isinstance(columns, (str, bytes)):
+                scan_columns = self._with_index_columns(datasets, keys[0], list(columns))
+            table = _scan_table(datasets, keys, scan_columns, filters, self._scan_fits)
+            if table is not None:
+                return self.from_arrow(table)
+        return TypeHandler.read_many(self, context, datasets, keys, columns=columns, filters=filters)
+
+    def _scan_fits(self, schema: pa.Schema) -> bool:
+        # Only an index stored as columns survives one scan unchanged. A RangeIndex (stored as
+        # metadata), or no pandas metadata at all, gives each partition its own 0..n-1 index, which
+        # the concatenation keeps and one scanned table cannot rebuild: those read per partition.
+        raw = (schema.metadata or {}).get(b"pandas")
+        if raw is None:
+            return False
+        try:
+            index_columns = json.loads(raw).get("index_columns", [])
+        except ValueError:
+            return False
+        return bool(index_columns) and all(isinstance(c, str) for c in index_columns)
+
     def combine(self, objs: Sequence[Any]) -> Any:
         import pandas as pd
 
@@ -471,7 +597,9 @@ class PolarsDataFrameHandler(ArrowConvertingHandler):
 
 
 class PolarsLazyFrameHandler(ArrowConvertingHandler):
-    """``polars.LazyFrame``: collected on write, returned lazy on load."""
+    """``polars.LazyFrame``: collected on write; loaded as ``polars.scan_pyarrow_dataset`` over a lazy scan
+    of every partition the input asks for (``columns`` and ``filters`` pushed down, nothing read until
+    the frame is collected)."""
 
     type_name = "polars.LazyFrame"
 
@@ -491,6 +619,92 @@ class PolarsLazyFrameHandler(ArrowConvertingHandler):
 
         return pl.concat(list(objs), how="vertical_relaxed")
 
+    @staticmethod
+    def _lazy(dataset: Any, columns: Sequence[str] | None) -> Any:
+        import polars as pl
+
+        frame = pl.scan_pyarrow_dataset(dataset)
+        return frame.select(list(columns)) if columns is not None else frame
+
+    def read(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+        version: int | None = None,
+    ) -> Any:
+        return self._lazy(datasets.scan_dataset(key, columns=columns, filters=filters, version=version), columns)
+
+    def read_many(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        keys: Sequence[str],
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+    ) -> Any:
+        return self._lazy(_scan_many(datasets, keys, columns, filters), columns)
+
+
+class ArrowDatasetHandler(ArrowConvertingHandler):
+    """``pyarrow.dataset.Dataset``: written by streaming its batches; loaded as a lazy scan.
+
+    Loading returns ``ParquetDatasetStore.scan_dataset`` (one partition) or
+    ``scan_datasets`` (the union of every partition the input asks for), with
+    ``filters`` attached as the dataset's row filter (pushed down to the Parquet
+    reader) and ``columns`` as its columns. Nothing is read until it is scanned.
+    Where ``filters`` name columns outside ``columns``, the dataset carries
+    those too, after ``columns``.
+    """
+
+    type_name = "pyarrow.dataset.Dataset"
+
+    def handles(self, python_type: type) -> bool:
+        return _is_subclass(python_type, "pyarrow.dataset", "Dataset")
+
+    def to_arrow(self, obj: Any) -> pa.RecordBatchReader:
+        return obj.scanner().to_reader()  # type: ignore[no-any-return]
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        import pyarrow.dataset as pads
+
+        return pads.dataset(table)
+
+    def combine(self, objs: Sequence[Any]) -> Any:
+        import pyarrow.dataset as pads
+
+        try:
+            return pads.dataset(list(objs))
+        except ValueError:  # filtered datasets cannot form a UnionDataset
+            return pads.dataset(_concat_arrow([d.to_table() for d in objs]))
+
+    def read(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+        version: int | None = None,
+    ) -> Any:
+        return datasets.scan_dataset(key, columns=columns, filters=filters, version=version)
+
+    def read_many(
+        self,
+        context: InputContext | None,
+        datasets: ParquetDatasetStore,
+        keys: Sequence[str],
+        *,
+        columns: Sequence[str] | None,
+        filters: Any = None,
+    ) -> Any:
+        return _scan_many(datasets, keys, columns, filters)
+
 
 #: Handlers imported on first need: ``(type_name, module, class_name)``.
 OPTIONAL_HANDLERS: tuple[tuple[str, str, str], ...] = (
@@ -506,6 +720,7 @@ def builtin_handlers() -> list[TypeHandler]:
         PandasDataFrameHandler(),
         PolarsDataFrameHandler(),
         PolarsLazyFrameHandler(),
+        ArrowDatasetHandler(),
     ]
 
 

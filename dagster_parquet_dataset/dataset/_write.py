@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -168,3 +168,53 @@ def stream_single(
         return encode_part(store, path, relative, data.schema, [data], options, tag=True)
     group = options.row_group_size or DEFAULT_ROW_GROUP
     return encode_part(store, path, relative, data.schema, chunk_batches(data, data.schema, group), options, tag=True)
+
+
+def stream_parts(
+    store: Store,
+    key: str,
+    part_name: Callable[[int], str],
+    data: pa.RecordBatchReader,
+    rows_per_file: int,
+    options: PartOptions,
+    attempted: list[str],
+) -> list[FileEntry]:
+    """Write a stream as consecutive parts of at most ``rows_per_file`` rows, one row group at a time.
+
+    Each part is streamed into its object row group by row group, so memory
+    holds one row group (``row_group_size`` rows, or :data:`DEFAULT_ROW_GROUP`,
+    at most ``rows_per_file``) whatever the part size; parts are written one
+    after another. An empty stream still writes one part carrying the schema.
+    Part ``i`` goes to ``{key}/{part_name(i)}``; every path started is
+    appended to ``attempted``.
+    """
+    schema = data.schema
+    group = min(options.row_group_size or DEFAULT_ROW_GROUP, rows_per_file)
+    source = chunk_batches(data, schema, group)
+    carry: list[pa.Table] = [next(source)]  # chunk_batches always yields at least one table
+
+    def part_tables() -> Iterator[pa.Table]:
+        room = rows_per_file
+        while room > 0:
+            table = carry.pop() if carry else next(source, None)
+            if table is None:
+                return
+            if table.num_rows > room:
+                carry.append(table.slice(room))
+                table = table.slice(0, room)
+            room -= table.num_rows
+            yield table
+            if table.num_rows == 0:
+                return
+
+    entries: list[FileEntry] = []
+    while carry:
+        name = part_name(len(entries))
+        path = f"{key}/{name}"
+        attempted.append(path)
+        entries.append(encode_part(store, path, name, schema, part_tables(), options, tag=True))
+        if not carry:
+            following = next(source, None)
+            if following is not None and following.num_rows:
+                carry.append(following)
+    return entries

@@ -68,6 +68,7 @@ from ._write import (
     PartOptions,
     chunk_batches,
     encode_parts,
+    stream_parts,
     stream_single,
     table_chunks,
 )
@@ -372,10 +373,11 @@ class ParquetDatasetStore:
             if self.max_rows_per_file is None:
                 name = pending.single_name()
                 return [stream_single(self.store, f"{key}/{name}", name, data, options, attempted)]
-            if isinstance(data, pa.Table):
-                chunks = table_chunks(data, self.max_rows_per_file)
-            else:
-                chunks = chunk_batches(data, data.schema, self.max_rows_per_file)
+            if not isinstance(data, pa.Table):  # a stream: one row group in memory at a time
+                return stream_parts(
+                    self.store, key, pending.part_name, data, self.max_rows_per_file, options, attempted
+                )
+            chunks = table_chunks(data, self.max_rows_per_file)
             jobs = (
                 PartJob(f"{key}/{pending.part_name(i)}", pending.part_name(i), chunk) for i, chunk in enumerate(chunks)
             )

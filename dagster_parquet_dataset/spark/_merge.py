@@ -36,7 +36,7 @@ from ..dataset import FileEntry, MergePlan, MergeReplanNeeded, MergeResult, Parq
 from ..errors import AlreadyExists, CommitConflict, DatasetNotFound, NotFound
 from ._append import check_spark_args
 from ._partitioned import Destination, delete_parts, entries_of, write_spark_parts
-from ._read import _TaskReader
+from ._read import _Source, _TaskReader
 from ._schema import arrow_schema_to_spark, spark_schema_to_arrow
 from ._write import write_spark_dataset
 
@@ -58,7 +58,7 @@ class _IndexedReader:
     def __call__(self, batches: Any) -> Any:
         for batch in batches:
             for index in batch.column(0).to_pylist():
-                for out in self.reader._read(self.reader.entries[index]):
+                for out in self.reader._read(self.reader.parts[index]):
                     tag = pa.array(np.full(out.num_rows, index, dtype=np.int64))
                     yield pa.RecordBatch.from_arrays([*out.columns, tag], names=[*out.schema.names, _FILE])
 
@@ -72,12 +72,11 @@ def _read_files(
     assert plan.schema is not None and plan.manifest is not None
     selected = pa.schema([plan.schema.field(c) for c in columns])
     spark_schema = arrow_schema_to_spark(selected)
+    source = _Source(plan.key, plan.manifest, plan.schema, tuple(entries), None)
     reader = _TaskReader(
         store=datasets.store,
-        key=plan.key,
-        manifest=plan.manifest,
         schema=plan.schema,
-        entries=tuple(entries),
+        parts=tuple(source.parts()),
         target=spark_schema_to_arrow(spark_schema),
     )
     out_schema = StructType([*spark_schema.fields, StructField(_FILE, LongType(), False)])

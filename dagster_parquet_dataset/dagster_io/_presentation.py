@@ -23,10 +23,12 @@ import pyarrow as pa
 from dagster import MetadataValue, TableColumn, TableSchema
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
-from .handlers import ArrowConvertingHandler, TypeHandler
+from .handlers import ArrowConvertingHandler, OptionsWrite, TypeHandler
 
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
+
+    from .options import WriteOptions
 
 #: Arrow field metadata key holding a column's description.
 DESCRIPTION_KEY = b"description"
@@ -167,6 +169,30 @@ class PresentingHandler(TypeHandler):
         manifest = self.inner.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
         self._preview_by_limit(obj)
         return manifest
+
+    def write_with_options(
+        self,
+        context: OutputContext | None,
+        datasets: ParquetDatasetStore,
+        key: str,
+        obj: Any,
+        options: WriteOptions,
+        *,
+        run_id: str | None,
+        metadata: dict[str, str],
+    ) -> OptionsWrite | None:
+        """The wrapped handler's own non-default write (Spark's, on the executors), with a preview.
+
+        ``None`` when the wrapped handler has none: the IO manager then converts
+        with :meth:`to_arrow` (descriptions and preview included).
+
+        Raises:
+            as the wrapped handler's ``write_with_options``.
+        """
+        result = self.inner.write_with_options(context, datasets, key, obj, options, run_id=run_id, metadata=metadata)
+        if result is not None:
+            self._preview_by_limit(obj)
+        return result
 
     def to_arrow(self, obj: Any) -> pa.Table | pa.RecordBatchReader:
         """The wrapped handler's conversion, with descriptions, remembering the first rows.

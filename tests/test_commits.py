@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pyarrow as pa
 import pytest
@@ -10,9 +11,12 @@ import pytest
 from dagster_parquet_dataset import (
     AlreadyExists,
     DatasetIncomplete,
+    LocalStore,
     ParquetDatasetStore,
     Store,
 )
+from dagster_parquet_dataset.dataset import FileEntry
+from dagster_parquet_dataset.dataset._layout import MANIFEST_NAME
 from tests._stores import CrashingStore, InjectedCrash
 
 ROWS = 12
@@ -179,3 +183,28 @@ def test_failed_first_write_leaves_the_key_absent(store: Store) -> None:
     assert list(store.list_files("k")) == []
     manifest = ds.write_dataset(table_of(1), "k")
     assert manifest.parts[0] == "part-00000.parquet"  # Spec names again: the claim was released
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([FileEntry(path=MANIFEST_NAME, row_count=1)], "reserved"),
+        ([FileEntry(path="_versions/0001.json", row_count=1)], "reserved"),
+        ([FileEntry(path="part-0.parquet", row_count=None)], "no row count"),
+        ([FileEntry(path="p.parquet", row_count=1), FileEntry(path="p.parquet", row_count=1)], "more than once"),
+    ],
+)
+def test_externally_written_entries_are_checked_by_write_and_append(
+    entries: list[FileEntry], message: str, tmp_path: Path
+) -> None:
+    """Parts written outside the dataset layer (Spark) are refused the same way by commit_write and
+    commit_append, and nothing is committed."""
+    ds = ParquetDatasetStore(LocalStore(str(tmp_path)))
+    schema = pa.schema([("a", pa.int64())])
+    with pytest.raises(ValueError, match=message):
+        ds.commit_write(ds.begin_write("w"), entries, schema)
+    assert not ds.dataset_exists("w")
+    ds.write_dataset(pa.table({"a": [1]}), "a")
+    with pytest.raises(ValueError, match=message):
+        ds.commit_append(ds.begin_append("a", schema), entries)
+    assert ds.read_manifest("a").version == 1

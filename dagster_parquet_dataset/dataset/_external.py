@@ -142,7 +142,13 @@ def begin_append(
     return PendingAppend(key, txn, target, tuple(partition), pending, allow_new_columns)
 
 
-def _check_entries(key: str, entries: Sequence[FileEntry]) -> list[FileEntry]:
+def check_entries(key: str, entries: Sequence[FileEntry]) -> list[FileEntry]:
+    """``entries`` as a list, checked as parts written outside the dataset layer (Spark) must be.
+
+    Raises:
+        TypeError: an entry is not a ``FileEntry``.
+        ValueError: an unsafe or reserved part path, a missing row count, or a path listed twice.
+    """
     entries = list(entries)
     for entry in entries:
         if not isinstance(entry, FileEntry):
@@ -161,7 +167,7 @@ def commit_append(ds: ParquetDatasetStore, pending: PendingAppend, entries: Sequ
     """See :meth:`ParquetDatasetStore.commit_append`."""
     if not isinstance(pending, PendingAppend):
         raise TypeError(f"pending must come from begin_append, got {type(pending).__name__}")
-    entries = _check_entries(pending.key, entries)
+    entries = check_entries(pending.key, entries)
     incoming = recorded_schema(pending.schema, pending.partition_by, key=pending.key)
     w = pending.write
     build = append_builder(
@@ -335,7 +341,7 @@ def commit_merge(
     if not isinstance(plan, MergePlan) or not plan.exists or plan.manifest is None or plan.schema is None:
         raise TypeError("plan must come from plan_merge on an existing dataset")
     key, current, schema = plan.key, plan.manifest, plan.schema
-    entries = _check_entries(key, new_entries)
+    entries = check_entries(key, new_entries)
     rewritten_set = set(rewritten)
     candidate_paths = {e.path for e in plan.candidates}
     if not rewritten_set <= candidate_paths:

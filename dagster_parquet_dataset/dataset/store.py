@@ -44,13 +44,20 @@ from ..errors import (
 from ..storage.base import Capability, Store, validate_key
 from ._commit import Committer, PendingWrite
 from ._compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
-from ._external import MergePlan, PendingAppend, append_builder, begin_append, commit_append, commit_merge, plan_merge
+from ._external import (
+    MergePlan,
+    PendingAppend,
+    append_builder,
+    begin_append,
+    check_entries,
+    commit_append,
+    commit_merge,
+    plan_merge,
+)
 from ._keys import check_folder_fits, check_key_fits, check_write_fits, missing_dataset_error
 from ._layout import (
-    CLAIM_NAME,
     MANIFEST_NAME,
     SUCCESS_NAME,
-    VERSIONS_DIR,
     version_of,
     version_path,
 )
@@ -317,17 +324,7 @@ class ParquetDatasetStore:
             raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
         partition = check_partition_by(partition_by, schema)
         schema = recorded_schema(schema, partition, key=pending.key)
-        entries = list(entries)
-        for entry in entries:
-            if not isinstance(entry, FileEntry):
-                raise TypeError(f"entries must be FileEntry objects, got {type(entry).__name__}")
-            validate_key(entry.path, what="part path")
-            if entry.path in (MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME) or entry.path.startswith(VERSIONS_DIR + "/"):
-                raise ValueError(f"part path {entry.path!r} is reserved for the dataset's own files")
-            if entry.row_count is None:
-                raise ValueError(f"part {entry.path!r} has no row count; read it from the file's footer")
-        if len({e.path for e in entries}) != len(entries):
-            raise ValueError("entries list the same part path more than once")
+        entries = check_entries(pending.key, entries)
         operation = "overwrite" if pending.token is not None else "write"
         base = self._manifest(pending.key, entries, schema, pending.run_id, pending.metadata, partition, operation)
         attempted = [f"{pending.key}/{e.path}" for e in entries]

@@ -92,6 +92,11 @@ _COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zst
 _READ_ATTEMPTS = 10
 
 
+def _is_spec_name(path: str) -> bool:
+    name = path.rpartition("/")[2]
+    return name == "data.parquet" or (name.startswith("part-") and name[5:10].isdigit() and name[10:] == ".parquet")
+
+
 def _now_utc() -> str:
     return datetime.now(timezone.utc).isoformat()
 
@@ -329,6 +334,36 @@ class ParquetDatasetStore:
         base = self._manifest(pending.key, entries, schema, pending.run_id, pending.metadata, partition, operation)
         attempted = [f"{pending.key}/{e.path}" for e in entries]
         return self._committer.commit(pending, lambda _current: base, attempted, exclusive=not pending.overwrite)
+
+    def abandon_write(self, pending: PendingWrite | PendingAppend | MergePlan, parts: Sequence[str] = ()) -> None:
+        """Give up a write begun with :meth:`begin_write`, :meth:`begin_append` or :meth:`plan_merge`.
+
+        Call it once the writers of ``parts`` (paths relative to the dataset key)
+        have stopped and the write will not be committed. It deletes only the
+        parts this write created: names that carry its token, or Spec names
+        when it held the new dataset's ``_claim``; never a file the live
+        version lists. A first write also releases its ``_claim``, so the key
+        reads as absent again. Never raises for a file it cannot delete
+        (vacuum removes leftovers).
+
+        Raises:
+            TypeError: ``pending`` did not come from one of those methods.
+        """
+        write = pending.write if isinstance(pending, PendingAppend) else pending
+        if isinstance(write, MergePlan):
+            write = PendingWrite(write.key, write.txn, False, True, None, None, write.manifest, write.token)
+        if not isinstance(write, PendingWrite):
+            raise TypeError(
+                f"pending must come from begin_write, begin_append or plan_merge, got {type(pending).__name__}"
+            )
+        live, _token = self._committer.read_current(write.key)
+        listed = set(live.parts) if live is not None else set()
+        own = [
+            p
+            for p in parts
+            if p not in listed and (write.txn in p.rpartition("/")[2] or (write.spec_names and _is_spec_name(p)))
+        ]
+        self._committer.abandon(write, [f"{write.key}/{p}" for p in own])
 
     def _manifest(
         self,

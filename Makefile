@@ -23,7 +23,7 @@ install: $(STAMP)
 
 $(DAGSTER_HOME_DIR)/dagster.yaml:
 	mkdir -p $(DAGSTER_HOME_DIR)
-	printf '# Dagster instance of the example project (created by make run).\ntelemetry:\n  enabled: false\n' > $@
+	printf '# Dagster instance of the example project (created by make run).\ntelemetry:\n  enabled: false\nnux:\n  enabled: false\n' > $@
 
 # dagster dev treats SIGTERM like SIGINT, so when started in the background of a non-interactive shell
 # (SIGINT ignored, inherited) it would ignore SIGTERM too; the python exec wrapper restores SIGINT first.

@@ -287,10 +287,13 @@ class PartCheck:
         """
         self.raise_for(self.problems(store, entry))
 
-    def open(self, store: Store, entry: FileEntry, *, whole: bool = False) -> tuple[pa.NativeFile, pq.ParquetFile]:
+    def open(
+        self, store: Store, entry: FileEntry, *, whole: bool = False, pre_buffer: bool = True
+    ) -> tuple[pa.NativeFile, pq.ParquetFile]:
         """Open ``entry``'s file and check its footer (no data page read, unless ``whole`` fetches it all).
 
         The store checks the size the manifest records as it opens the file.
+        ``pre_buffer=False`` for a reader that streams row group by row group.
         The caller closes the returned file.
 
         Raises:
@@ -308,7 +311,7 @@ class PartCheck:
             raise self._incomplete(_unreadable(entry, exc)) from None
         try:
             try:
-                parquet = pq.ParquetFile(source, pre_buffer=True)
+                parquet = pq.ParquetFile(source, pre_buffer=pre_buffer)
             except FileNotFoundError as exc:
                 raise PartsVanished([entry.path], str(exc)) from None
             except (pa.ArrowException, OSError) as exc:

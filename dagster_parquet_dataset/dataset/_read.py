@@ -22,9 +22,10 @@ import pyarrow.parquet as pq
 
 from ..errors import DatasetIncomplete
 from ..storage.base import Store
+from ._filters import filter_columns, normalize_filters, to_expression
 from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns
-from ._pruning import filter_columns, normalize_filters, plan_files, residual_filters, to_expression
+from ._pruning import plan_files, residual_filters
 from ._values import decode_value
 from .manifest import DatasetManifest, FileEntry
 

@@ -66,9 +66,9 @@ def check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key:
     if isinstance(columns, (str, bytes)):
         raise TypeError(f"columns must be a list of column names, not a single string {columns!r}")
     cols = list(columns)
-    for c in cols:
-        if not isinstance(c, str):
-            raise TypeError(f"column names must be strings, got {c!r}")
+    not_names = [c for c in cols if not isinstance(c, str)]
+    if not_names:
+        raise TypeError(f"column names must be strings, got {not_names[0]!r}")
     unknown = [c for c in cols if schema.get_field_index(c) < 0]
     if unknown:
         raise ValueError(

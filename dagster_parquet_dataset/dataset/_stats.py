@@ -112,6 +112,18 @@ def _leaf_indices(metadata: pq.FileMetaData) -> dict[str, int | None]:
     return out
 
 
+def _checked_minmax(cls: type, problem: str) -> Any:
+    """A reader of ``(st.min, st.max)`` that raises ``ValueError(problem)`` unless both are ``cls`` instances."""
+
+    def read(st: Any) -> tuple[Any, Any]:
+        mn, mx = st.min, st.max
+        if not isinstance(mn, cls) or not isinstance(mx, cls):
+            raise ValueError(problem)
+        return mn, mx
+
+    return read
+
+
 def _minmax_reader(kind: str, typ: pa.DataType, col: Any) -> Any:
     """A function ``Statistics -> (min, max)`` in the comparable domain, or ``None`` if the
     Parquet column's physical/logical type is not the expected encoding of ``typ``."""
@@ -141,13 +153,7 @@ def _minmax_reader(kind: str, typ: pa.DataType, col: Any) -> Any:
         if physical != "BYTE_ARRAY":
             return None
 
-        def read_str(st: Any) -> tuple[Any, Any]:
-            mn, mx = st.min, st.max
-            if not isinstance(mn, str) or not isinstance(mx, str):
-                raise ValueError("string statistics are not UTF-8")
-            return mn, mx
-
-        return read_str
+        return _checked_minmax(str, "string statistics are not UTF-8")
     if kind == _DATE:
         if physical != "INT32" or logical != "DATE":
             return None
@@ -171,13 +177,7 @@ def _minmax_reader(kind: str, typ: pa.DataType, col: Any) -> Any:
         if logical != "DECIMAL":
             return None
 
-        def read_dec(st: Any) -> tuple[Any, Any]:
-            mn, mx = st.min, st.max
-            if not isinstance(mn, Decimal) or not isinstance(mx, Decimal):
-                raise ValueError("decimal statistics did not decode")
-            return mn, mx
-
-        return read_dec
+        return _checked_minmax(Decimal, "decimal statistics did not decode")
     return None
 
 

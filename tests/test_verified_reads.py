@@ -18,7 +18,7 @@ from dagster_parquet_dataset import (
     ParquetDatasetStore,
     Store,
 )
-from dagster_parquet_dataset.dataset._stats import file_column_stats
+from dagster_parquet_dataset.dataset.engine import PartCheck, PartsVanished, file_column_stats
 from dagster_parquet_dataset.dataset.manifest import FileEntry, encode_schema, schema_hash
 
 
@@ -137,3 +137,30 @@ def test_parts_committed_with_another_column_order_or_nullability_still_read(sto
     back = datasets.read_dataset("t")
     assert back.column_names == ["a", "b"]
     assert back.to_pylist() == [{"a": 1, "b": "x"}]
+
+
+def test_the_part_check_reads_raise_and_verify_reports_are_one(store: Store) -> None:
+    """``engine.PartCheck`` (what Spark uses) finds what verify finds, raises what reads raise, and pickles."""
+    import pickle
+    import re
+
+    datasets = ParquetDatasetStore(store)
+    a, b = _two_equal_parts(datasets)
+    manifest = datasets.read_manifest("t")
+    check = pickle.loads(pickle.dumps(PartCheck.of("t", manifest)))
+    assert check.problems(store, a) == [] and check.problems(store, b) == []
+
+    _swap(store, f"t/{a.path}", f"t/{b.path}")
+    found = check.problems(store, a)
+    assert [p.kind for p in found] == ["path", "statistics"]
+    assert found == [p for p in datasets.verify_dataset("t").problems if p.path == a.path]
+    with pytest.raises(DatasetIncomplete, match=re.escape(f"dataset 't': {found[0].message}")):
+        check.check(store, a)
+    with pytest.raises(DatasetIncomplete, match="moved or swapped"):
+        check.open(store, a)
+
+    store.delete(f"t/{b.path}")
+    assert [p.kind for p in check.problems(store, b)] == ["missing"]
+    with pytest.raises(PartsVanished) as info:
+        check.check(store, b)
+    assert info.value.missing == [b.path]

@@ -231,8 +231,7 @@ def test_footer_stats_equal_file_column_stats_for_every_type() -> None:
 
     import pyarrow.parquet as pq
 
-    from dagster_parquet_dataset.dataset._stats import file_column_stats
-    from dagster_parquet_dataset.dataset._verify import FooterStats
+    from dagster_parquet_dataset.dataset._stats import FooterStats, file_column_stats
 
     n = 50
     table = pa.table(

@@ -20,28 +20,30 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..errors import DatasetIncomplete, NotFound
+from ..errors import DatasetIncomplete
 from ..storage.base import Store
+from ._filters import filter_columns, normalize_filters, to_expression
+from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns
-from ._pruning import filter_columns, normalize_filters, plan_files, residual_filters, to_expression
-from ._schema import file_schema_matches
-from ._stats import decode_value, file_column_stats
-from ._write import PART_PATH_KEY
-from .manifest import DatasetManifest, FileEntry, schema_hash
+from ._pruning import plan_files, residual_filters
+from ._values import decode_value
+from .manifest import DatasetManifest, FileEntry
+
+__all__ = [
+    "PartsVanished",
+    "ReadPlan",
+    "check_columns",
+    "file_constants",
+    "parallel_map",
+    "plan",
+    "read_parts",
+]
 
 _MAX_IO_THREADS = 16
 #: Total bytes of selected files below which a full-width read fetches each file whole.
 _WHOLE_FILE_BUDGET = 64 * 1024 * 1024
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class PartsVanished(Exception):
-    """Parts listed in the manifest are missing or unreadable; the manifest may have moved on."""
-
-    def __init__(self, missing: list[str], detail: str = "") -> None:
-        super().__init__(", ".join(missing) + (f": {detail}" if detail else ""))
-        self.missing = missing
 
 
 def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -64,9 +66,9 @@ def check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key:
     if isinstance(columns, (str, bytes)):
         raise TypeError(f"columns must be a list of column names, not a single string {columns!r}")
     cols = list(columns)
-    for c in cols:
-        if not isinstance(c, str):
-            raise TypeError(f"column names must be strings, got {c!r}")
+    not_names = [c for c in cols if not isinstance(c, str)]
+    if not_names:
+        raise TypeError(f"column names must be strings, got {not_names[0]!r}")
     unknown = [c for c in cols if schema.get_field_index(c) < 0]
     if unknown:
         raise ValueError(
@@ -153,17 +155,6 @@ def _check_row_filterable(dataset_key: str, schema: pa.Schema, columns: Sequence
         )
 
 
-def _expected_file_schema(schema: pa.Schema, manifest: DatasetManifest, entry: FileEntry) -> pa.Schema:
-    skip = set(manifest.partition_by) | set(entry.missing_columns)
-    return pa.schema([f for f in schema if f.name not in skip], metadata=schema.metadata)
-
-
-def _damaged(dataset_key: str, entry: FileEntry, exc: BaseException) -> DatasetIncomplete:
-    return DatasetIncomplete(
-        f"dataset {dataset_key!r}: part {entry.path!r} is truncated, was replaced, or is not a Parquet file ({exc})"
-    )
-
-
 def _open_verified(
     store: Store,
     dataset_key: str,
@@ -172,90 +163,19 @@ def _open_verified(
     entry: FileEntry,
     whole: bool = False,
 ) -> tuple[pa.NativeFile, pq.ParquetFile]:
-    """Open one part and check its footer against the manifest (no data pages read, unless ``whole``)."""
-    path = f"{dataset_key}/{entry.path}"
-    try:
-        if entry.size_bytes is None:
-            store.size(path)  # a Spec-only manifest: check existence up front
-        source = store.open_input(path, size=entry.size_bytes, whole=whole)
-    except (NotFound, FileNotFoundError) as exc:
-        raise PartsVanished([entry.path], str(exc)) from None
-    except OSError as exc:
-        raise _damaged(dataset_key, entry, exc) from None
-    try:
-        parquet = pq.ParquetFile(source, pre_buffer=True)
-    except FileNotFoundError as exc:
-        source.close()
-        raise PartsVanished([entry.path], str(exc)) from None
-    except (pa.ArrowException, OSError) as exc:
-        source.close()
-        raise _damaged(dataset_key, entry, exc) from None
-    try:
-        rows = parquet.metadata.num_rows
-        if entry.row_count is not None and rows != entry.row_count:
-            raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: part {entry.path!r} holds {rows} rows but the manifest "
-                f"records {entry.row_count}"
-            )
-        actual = parquet.schema_arrow
-        if schema is not None and manifest.arrow_schema is not None:
-            expected = _expected_file_schema(schema, manifest, entry)
-            if not file_schema_matches(actual, expected):
-                raise DatasetIncomplete(
-                    f"dataset {dataset_key!r}: part {entry.path!r} has schema {actual} "
-                    f"but the manifest records {expected}"
-                )
-            _check_identity(dataset_key, entry, parquet.metadata, expected)
-        elif schema_hash(actual) != manifest.schema_hash:
-            raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: part {entry.path!r} has a schema whose hash "
-                f"{schema_hash(actual)} differs from the manifest's {manifest.schema_hash}"
-            )
-    except BaseException:
-        source.close()
-        raise
-    return source, parquet
+    """Open one part and check its footer against the manifest (:meth:`PartCheck.open`).
 
-
-def _check_identity(dataset_key: str, entry: FileEntry, metadata: pq.FileMetaData, schema: pa.Schema) -> None:
-    """Check that the file at ``entry.path`` is the part the manifest means, from its footer alone.
-
-    A part our writer tagged names its own path; any part's statistics must
-    equal those the manifest recorded (compared where both know them, so files
-    from other writers, which carry no tag, are checked as far as possible).
+    ``schema`` is unused: the manifest says what the part must be.
 
     Raises:
-        DatasetIncomplete: the file is another part (moved, swapped or replaced).
+        PartsVanished: the part is missing.
+        DatasetIncomplete: it is truncated, unreadable, or disagrees with the manifest.
     """
-    tag = (metadata.metadata or {}).get(PART_PATH_KEY.encode("utf-8"))
-    if tag is not None and tag.decode("utf-8", "replace") != entry.path:
-        raise DatasetIncomplete(
-            f"dataset {dataset_key!r}: the file at {entry.path!r} was written as part "
-            f"{tag.decode('utf-8', 'replace')!r}: parts were moved or swapped on storage"
-        )
-    if not entry.stats:
-        return
-    recorded = {c: s for c, s in entry.stats.items() if schema.get_field_index(c) >= 0}
-    if not recorded:
-        return
-    found = file_column_stats(metadata, pa.schema([schema.field(c) for c in recorded]))
-    for column, stats in recorded.items():
-        have = found.get(column, {})
-        differs = [k for k in ("min", "max", "null_count") if k in stats and k in have and stats[k] != have[k]]
-        if differs:
-            raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: part {entry.path!r} has other statistics for column {column!r} "
-                f"({', '.join(differs)}) than the manifest records: it is not the part that was committed"
-            )
+    return PartCheck.of(dataset_key, manifest).open(store, entry, whole=whole)
 
 
 def _open_all(
-    store: Store,
-    dataset_key: str,
-    manifest: DatasetManifest,
-    schema: pa.Schema,
-    entries: Sequence[FileEntry],
-    whole: bool,
+    store: Store, check: PartCheck, entries: Sequence[FileEntry], whole: bool
 ) -> list[tuple[pa.NativeFile, pq.ParquetFile]]:
     """Open and verify every part before any data page is read (fail fast, no partial reads).
 
@@ -264,7 +184,7 @@ def _open_all(
 
     def attempt(entry: FileEntry) -> tuple[pa.NativeFile, pq.ParquetFile] | BaseException:
         try:
-            return _open_verified(store, dataset_key, manifest, schema, entry, whole)
+            return check.open(store, entry, whole=whole)
         except BaseException as exc:  # noqa: BLE001 - re-raised below, after closing the others
             return exc
 
@@ -332,12 +252,13 @@ def read_parts(
     """
     schema = manifest.schema
     entries = manifest.file_entries()
+    check = PartCheck.of(dataset_key, manifest)
     if schema is None:
         if not entries:
             return pa.table({})
         # A Spec-only manifest: the first part's footer gives the schema.
-        first = entries[0]
-        _, footer = _open_verified(store, dataset_key, manifest, None, first)
+        source, footer = check.open(store, entries[0])
+        source.close()
         schema = footer.schema_arrow
     projection = check_columns(columns, schema, dataset_key)
     read_plan = plan(manifest, schema, filters)
@@ -348,7 +269,7 @@ def read_parts(
     # footer read plus ranged reads (a round trip each on S3), for the same bytes.
     sizes = [e.size_bytes for e in read_plan.selected]
     whole = projection is None and None not in sizes and sum(sizes) <= _WHOLE_FILE_BUDGET  # type: ignore[arg-type]
-    opened = _open_all(store, dataset_key, manifest, schema, read_plan.selected, whole)
+    opened = _open_all(store, check, read_plan.selected, whole)
     tables = parallel_map(
         lambda pair: _read_one(dataset_key, manifest, schema, pair[0], pair[1], output, read_plan.filters),
         list(zip(read_plan.selected, opened, strict=True)),

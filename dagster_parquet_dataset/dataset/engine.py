@@ -8,23 +8,25 @@ here is safe to pickle to an executor and needs only pyarrow there.
 
 from __future__ import annotations
 
+from ._filters import DNF, Predicate, discrete_bounds
 from ._keys import check_folder_fits
+from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
-from ._pruning import DNF, Predicate, discrete_bounds
-from ._read import _check_identity as check_part_identity
 from ._read import check_columns
-from ._stats import file_column_stats, type_kind
+from ._stats import file_column_stats
+from ._values import type_kind
 from ._write import PartOptions, encode_part
 from .manifest import schema_hash
 
 __all__ = [
     "DNF",
+    "PartCheck",
     "PartOptions",
+    "PartsVanished",
     "Predicate",
     "add_partition_columns",
     "check_columns",
     "check_folder_fits",
-    "check_part_identity",
     "check_partition_by",
     "discrete_bounds",
     "encode_part",

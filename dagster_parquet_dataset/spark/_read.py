@@ -24,43 +24,36 @@ manifest referenced, short of deleting and re-creating the dataset).
 
 from __future__ import annotations
 
-import datetime as dt
-import functools
-import operator
 import random
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset._pruning import DNF, Predicate, discrete_bounds
-from ..dataset._read import _check_identity, check_columns
-from ..dataset._stats import type_kind
-from ..dataset.manifest import DatasetManifest, FileEntry, schema_hash
-from ..dataset.store import ParquetDatasetStore
+from ..dataset import ParquetDatasetStore
+from ..dataset.engine import DNF, PartCheck, PartsVanished, add_partition_columns, check_columns
+from ..dataset.manifest import DatasetManifest, FileEntry
 from ..errors import CapabilityNotSupported, DatasetIncomplete, NotFound
 from ..storage.base import Store, validate_key
 from ..storage.local import LocalStore
 from ..storage.s3 import S3Store
+from ._filters import spark_column, spark_filter
 from ._schema import arrow_schema_to_spark, natively_readable, spark_schema_to_arrow
 from ._write import check_shared_store, s3a_available, spark_read_uri
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = ["ReadMode", "read_spark_dataset", "read_spark_datasets", "spark_filter"]
 
 ReadMode = Literal["auto", "arrow", "native"]
 _MODES = ("auto", "arrow", "native")
 _READ_ATTEMPTS = 10
 _FOOTER_THREADS = 16
-
-
-class _PartsVanished(Exception):
-    """Parts the manifest lists are missing; the manifest may have moved on."""
 
 
 def _check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key: str) -> list[str] | None:
@@ -80,132 +73,69 @@ def _check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key
     return cols
 
 
-def _verify_present(store: Store, dataset_key: str, entries: Sequence[FileEntry]) -> None:
+def _verify_present(store: Store, check: PartCheck, entries: Sequence[FileEntry]) -> None:
     """Check that every part exists with its recorded size, before anything is read.
 
     Raises:
-        _PartsVanished: some parts are missing.
+        PartsVanished: some parts are missing (all of them named).
         DatasetIncomplete: a part's size differs from the manifest (truncated or replaced).
     """
 
-    def size_of(entry: FileEntry) -> int | None:
-        try:
-            return store.size(f"{dataset_key}/{entry.path}")
-        except NotFound:
-            return None
+    def problems(entry: FileEntry) -> list[Any]:
+        return check.problems(store, entry, footer=False)
 
     if len(entries) <= 1:
-        sizes = [size_of(e) for e in entries]
+        found = [problems(e) for e in entries]
     else:
         with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(entries))) as pool:
-            sizes = list(pool.map(size_of, entries))
-    missing = [e.path for e, size in zip(entries, sizes, strict=True) if size is None]
-    if missing:
-        raise _PartsVanished(", ".join(missing))
-    for entry, size in zip(entries, sizes, strict=True):
-        if entry.size_bytes is not None and size != entry.size_bytes:
-            raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: part {entry.path!r} is {size} bytes but the manifest records "
-                f"{entry.size_bytes}; it is truncated or was replaced"
-            )
+            found = list(pool.map(problems, entries))
+    check.raise_for([p for each in found for p in each])
 
 
-def _file_schema(schema: pa.Schema, manifest: DatasetManifest, entry: FileEntry) -> pa.Schema:
-    """The columns ``entry``'s file itself holds: not the partition columns, not columns added after it."""
-    skip = set(manifest.partition_by) | set(entry.missing_columns)
-    return pa.schema([f for f in schema if f.name not in skip]) if skip else schema
-
-
-def _check_footer(
-    dataset_key: str,
-    entry: FileEntry,
-    parquet: pq.ParquetFile,
-    size: int,
-    expected_schema: pa.Schema | None,
-    expected_hash: str | None,
-) -> None:
-    """The dataset layer's per-part checks, on a part's footer.
-
-    Raises:
-        DatasetIncomplete: the size, row count or schema disagrees with the manifest, or the
-            file is another part (its path tag or statistics are not the manifest's).
-    """
-    if entry.size_bytes is not None and size != entry.size_bytes:
-        raise DatasetIncomplete(
-            f"dataset {dataset_key!r}: part {entry.path!r} is {size} bytes but the manifest records "
-            f"{entry.size_bytes}; it is truncated or was replaced"
-        )
-    rows = parquet.metadata.num_rows
-    if entry.row_count is not None and rows != entry.row_count:
-        raise DatasetIncomplete(
-            f"dataset {dataset_key!r}: part {entry.path!r} holds {rows} rows but the manifest records {entry.row_count}"
-        )
-    schema = parquet.schema_arrow
-    if expected_schema is not None:
-        if not schema.equals(expected_schema, check_metadata=False):
-            raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: part {entry.path!r} has schema {schema} "
-                f"but the manifest records {expected_schema}"
-            )
-        # The path the writer tagged the part with, and its statistics: a part moved or swapped on storage.
-        _check_identity(dataset_key, entry, parquet.metadata, expected_schema)
-    elif expected_hash is not None and schema_hash(schema) != expected_hash:
-        raise DatasetIncomplete(
-            f"dataset {dataset_key!r}: part {entry.path!r} has a schema whose hash {schema_hash(schema)} "
-            f"differs from the manifest's {expected_hash}"
-        )
-
-
-def _open_part(store: Store, dataset_key: str, entry: FileEntry) -> pa.NativeFile:
-    try:
-        return store.open_input(f"{dataset_key}/{entry.path}")
-    except NotFound:
-        raise DatasetIncomplete(
-            f"dataset {dataset_key!r}: part {entry.path!r} listed in the manifest is missing "
-            "(deleted by a later overwrite, or damaged)"
-        ) from None
-
-
-def _verify_footer(
-    store: Store, dataset_key: str, entry: FileEntry, expected_schema: pa.Schema | None, expected_hash: str | None
-) -> None:
-    with _open_part(store, dataset_key, entry) as source:
-        try:
-            parquet = pq.ParquetFile(source)
-        except (pa.ArrowException, OSError) as exc:
-            raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: part {entry.path!r} is not a readable Parquet file ({exc})"
-            ) from None
-        _check_footer(dataset_key, entry, parquet, source.size(), expected_schema, expected_hash)
+def _missing(key: str, exc: PartsVanished) -> DatasetIncomplete:
+    return DatasetIncomplete(
+        f"dataset {key!r}: parts listed in the manifest are missing (deleted by a later overwrite, or damaged): {exc}"
+    )
 
 
 @dataclass(frozen=True)
 class _Part:
-    """One selected file of a read, with what its footer must show.
+    """One selected file of a read, and the check its file must pass.
 
     Attributes:
         key: the dataset it belongs to.
         entry: its manifest entry (path, size, rows, partition values, missing columns).
-        expected: the schema the file itself must have, or ``None`` for a Spec-only manifest.
-        expected_hash: the manifest's schema hash when ``expected`` is ``None``.
+        part_check: the dataset version's part check (shared by the parts of one dataset).
     """
 
     key: str
     entry: FileEntry
-    expected: pa.Schema | None
-    expected_hash: str | None
+    part_check: PartCheck
 
     def check(self, store: Store) -> None:
-        """Open the file and check its footer against the manifest (on the driver).
+        """Check that the file exists with its size and its footer agrees with the manifest (on the driver).
 
         Raises:
             DatasetIncomplete: the file is missing, unreadable, or disagrees with the manifest.
         """
         try:
-            _verify_footer(store, self.key, self.entry, self.expected, self.expected_hash)
+            self.part_check.check(store, self.entry)
+        except PartsVanished as exc:
+            raise _about(_missing(self.key, exc), self.key) from None
         except DatasetIncomplete as exc:
             _about(exc, self.key)
             raise
+
+    def open(self, store: Store) -> tuple[pa.NativeFile, pq.ParquetFile]:
+        """Open the file and check its footer (in a task); the caller closes the file.
+
+        Raises:
+            DatasetIncomplete: the file is missing, unreadable, or disagrees with the manifest.
+        """
+        try:
+            return self.part_check.open(store, self.entry, pre_buffer=False)
+        except PartsVanished as exc:
+            raise _missing(self.key, exc) from None
 
 
 @dataclass(frozen=True)
@@ -219,16 +149,8 @@ class _Source:
     dnf: DNF | None
 
     def parts(self) -> list[_Part]:
-        has_schema = self.manifest.arrow_schema is not None
-        return [
-            _Part(
-                self.key,
-                entry,
-                _file_schema(self.schema, self.manifest, entry) if has_schema else None,
-                None if has_schema else self.manifest.schema_hash,
-            )
-            for entry in self.selected
-        ]
+        check = PartCheck.of(self.key, self.manifest)
+        return [_Part(self.key, entry, check) for entry in self.selected]
 
 
 @dataclass(frozen=True)
@@ -252,18 +174,10 @@ class _TaskReader:
                 yield from self._read(self.parts[index])
 
     def _read(self, part: _Part) -> Iterator[pa.RecordBatch]:
-        from ..dataset._partition import add_partition_columns
-
         entry = part.entry
         names = self.target.names
-        with _open_part(self.store, part.key, entry) as source:
-            try:
-                parquet = pq.ParquetFile(source)
-            except (pa.ArrowException, OSError) as exc:
-                raise DatasetIncomplete(
-                    f"dataset {part.key!r}: part {entry.path!r} is not a readable Parquet file ({exc})"
-                ) from None
-            _check_footer(part.key, entry, parquet, source.size(), part.expected, part.expected_hash)
+        source, parquet = part.open(self.store)
+        with source:
             in_file = set(parquet.schema_arrow.names)
             stored = [c for c in names if c in in_file]
             constant = [c for c in names if c not in in_file]
@@ -286,10 +200,11 @@ class _TaskReader:
                 yield from table.to_batches()
 
 
-def _about(exc: BaseException, key: str) -> None:
+def _about(exc: BaseException, key: str) -> BaseException:
     """Record on ``exc`` the dataset it is about (``dataset_key``), as the IO manager's ``read_many`` contract asks."""
     if getattr(exc, "dataset_key", None) is None:
         exc.dataset_key = key  # type: ignore[attr-defined]
+    return exc
 
 
 def _latest_manifest(datasets: ParquetDatasetStore, key: str) -> DatasetManifest | None:
@@ -327,8 +242,8 @@ def _plan_one(datasets: ParquetDatasetStore, key: str, filters: Any, version: in
         manifest = read_plan.manifest
         assert manifest is not None  # plan_read always attaches the manifest it planned against
         try:
-            _verify_present(datasets.store, key, read_plan.selected)
-        except _PartsVanished as exc:
+            _verify_present(datasets.store, PartCheck.of(key, manifest), read_plan.selected)
+        except PartsVanished as exc:
             latest = None if version is not None else _latest_manifest(datasets, key)
             if latest is None or (latest.version, latest.parts) == (manifest.version, manifest.parts):
                 raise DatasetIncomplete(
@@ -348,8 +263,10 @@ def _stored_schema(store: Store, key: str, manifest: DatasetManifest) -> pa.Sche
     entries = manifest.file_entries()
     if not entries:
         return pa.schema([])
-    with _open_part(store, key, entries[0]) as first:  # a Spec-only manifest: the first footer is the schema
-        return pq.ParquetFile(first).schema_arrow
+    # A Spec-only manifest: the first footer is the schema.
+    source, footer = _Part(key, entries[0], PartCheck.of(key, manifest)).open(store)
+    source.close()
+    return footer.schema_arrow
 
 
 def _union_schema(sources: Sequence[_Source]) -> pa.Schema:
@@ -375,168 +292,6 @@ def _union_schema(sources: Sequence[_Source]) -> pa.Schema:
         [f if f.name in everywhere else f.with_nullable(True) for f in fields.values()],
         metadata=sources[0].schema.metadata if sources else None,
     )
-
-
-# --------------------------------------------------------------------------------------------
-# Filters: the dataset layer's normalized DNF as a Spark condition with the same results.
-#
-# Spark's SQL comparisons differ from Arrow's (and so from ``read_dataset``) in two ways that
-# matter here: NaN equals NaN and sorts above every other value, so ``x > 1.0`` holds for a NaN;
-# and a literal is coerced to a common type with the column, so ``1.5`` against an int column or
-# ``0.1`` against a float32 one compares as doubles. Building each term from the normalized
-# predicate (the literal already in the column's domain) and the column's own type gives the
-# exact comparisons ``_pruning.to_expression`` makes.
-
-_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_EPOCH = dt.datetime(1970, 1, 1)
-_MICROS_PER_UNIT = {"s": 1_000_000, "ms": 1_000, "us": 1}
-
-
-def _spark_column(name: str) -> Column:
-    from pyspark.sql import functions as F
-
-    return F.col("`" + name.replace("`", "``") + "`")
-
-
-class _Beyond(Exception):
-    """A literal lies beyond every value Spark can compare it with (``above``: on the high side)."""
-
-    def __init__(self, above: bool) -> None:
-        self.above = above
-
-
-def _literal(v: Any, typ: pa.DataType, kind: str | None) -> Column:
-    """The Spark literal for ``v``, a value in the comparable domain of a column of Arrow type ``typ``.
-
-    Raises:
-        _Beyond: a timestamp outside the years 1-9999 (no such value in a Spark column).
-    """
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
-
-    if kind == "ts":
-        unit = typ.unit  # type: ignore[attr-defined]
-        micros = v // 1000 if unit == "ns" else v * _MICROS_PER_UNIT[unit]  # Spark holds microseconds
-        if typ.tz is not None:  # type: ignore[attr-defined]
-            return F.timestamp_micros(F.lit(micros))
-        try:
-            wall = _EPOCH + dt.timedelta(microseconds=micros)
-        except OverflowError:
-            raise _Beyond(micros > 0) from None
-        return F.expr(f"TIMESTAMP_NTZ '{wall.isoformat(sep=' ')}'")
-    if kind in ("int", "dec") and isinstance(v, int) and not _INT64_MIN <= v <= _INT64_MAX:
-        return F.lit(Decimal(v))  # unsigned 64-bit columns are decimal(20, 0) in Spark
-    if kind == "float":
-        return F.lit(float(v)).cast(T.FloatType() if pa.types.is_float32(typ) else T.DoubleType())
-    return F.lit(v)
-
-
-def _comparison(p: Predicate, col: Column) -> Column:
-    from pyspark.sql import functions as F
-
-    op, v, typ = p.op, p.value, p.arrow_type
-    kind = type_kind(typ) if (typ is not None and p.prunable) else None
-    false, valid = F.lit(False), col.isNotNull()
-    if typ is None or kind is None:  # a type without statistics: the literal as given
-        return {  # type: ignore[no-any-return]
-            "==": col.__eq__,
-            "!=": col.__ne__,
-            "<": col.__lt__,
-            "<=": col.__le__,
-            ">": col.__gt__,
-            ">=": col.__ge__,
-        }[op](F.lit(v))
-    floor = ceil = v
-    if kind in ("int", "ts", "dec"):
-        floor, ceil = discrete_bounds(v, typ, kind)
-    exact = floor is not None and floor == ceil
-    try:
-        if op == "==":
-            return col == _literal(floor, typ, kind) if exact else false
-        if op == "!=":
-            return col != _literal(floor, typ, kind) if exact else valid
-        if op in ("<", "<="):
-            if floor is None:
-                return false
-            return col < _literal(floor, typ, kind) if op == "<" and exact else col <= _literal(floor, typ, kind)
-        if ceil is None:
-            return false
-        term = col > _literal(ceil, typ, kind) if op == ">" and exact else col >= _literal(ceil, typ, kind)
-    except _Beyond as beyond:
-        if op == "==":
-            return false
-        if op == "!=":
-            return valid
-        return valid if beyond.above == (op in ("<", "<=")) else false
-    if kind == "float":
-        term = term & ~F.isnan(col)  # NaN sorts above everything in Spark; for Arrow it compares false
-    return term
-
-
-def _value_list(p: Predicate) -> list[Column]:
-    from pyspark.sql import functions as F
-
-    typ = p.arrow_type
-    values = list(p.sorted_values if p.sorted_values is not None else p.value)
-    kind = type_kind(typ) if (typ is not None and p.prunable) else None
-    if typ is None or kind is None:
-        return [F.lit(v) for v in values]
-    if kind in ("int", "ts", "dec"):
-        exact = []
-        for v in values:  # values the column cannot hold can neither match nor exclude anything
-            floor, ceil = discrete_bounds(v, typ, kind)
-            if floor is not None and floor == ceil:
-                exact.append(floor)
-        values = exact
-    out = []
-    for v in values:
-        try:
-            out.append(_literal(v, typ, kind))
-        except _Beyond:
-            continue
-    return out
-
-
-def _spark_term(p: Predicate) -> Column:
-    from pyspark.sql import functions as F
-
-    col = _spark_column(p.column)
-    if p.op == "is null":
-        return col.isNull()
-    if p.op == "is not null":
-        return col.isNotNull()
-    if p.op in ("in", "not in"):
-        values = _value_list(p)
-        if not values:
-            return F.lit(False) if p.op == "in" else col.isNotNull()
-        return col.isin(*values) if p.op == "in" else ~col.isin(*values) & col.isNotNull()
-    return _comparison(p, col)
-
-
-def spark_filter(dnf: DNF) -> Column:
-    """The Spark condition for a normalized filter (``normalize_filters``; ``plan_read(...).filters``).
-
-    ``DataFrame.where`` with it keeps exactly the rows ``read_dataset`` keeps
-    with the same filters: SQL null semantics (a null satisfies only
-    ``is null``), a NaN satisfies only ``!=`` and ``not in`` (Spark alone would
-    also let it satisfy ``>``/``>=``), and literals compare exactly with the
-    column's own type (``1.5`` against an int column, ``0.1`` against a
-    float32 one, a timestamp against a naive or a tz-aware column whatever the
-    session time zone). Nanosecond timestamps compare at Spark's microsecond
-    precision.
-
-    Raises:
-        ValueError: an empty filter.
-    """
-    if not dnf:
-        raise ValueError("spark_filter needs at least one conjunction")
-    from pyspark.sql import functions as F
-
-    conjunctions = [
-        functools.reduce(operator.and_, [_spark_term(p) for p in conjunction]) if conjunction else F.lit(True)
-        for conjunction in dnf
-    ]
-    return functools.reduce(operator.or_, conjunctions)
 
 
 def _native_possible(spark: SparkSession, store: Store) -> str | None:
@@ -724,7 +479,7 @@ def _read_sources(
     if dnf:
         df = df.where(spark_filter(dnf))
         if columns is not None:
-            df = df.select(*[_spark_column(c) for c in columns])
+            df = df.select(*[spark_column(c) for c in columns])
     return df
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import duckdb
@@ -98,17 +99,24 @@ _PROPERTY = settings(
 )
 
 
-@pytest.mark.parametrize("store", ["memory", "local"], indirect=True)
-@settings(_PROPERTY, max_examples=60)
-@given(data=st.data())
-def test_scan_equals_read_dataset(store: Store, data: st.DataObject) -> None:
-    _check_scan_equals_read(data, store)
+def _property_tests(check: Callable[[st.DataObject, Store], None], examples: int, s3_examples: int) -> tuple[Any, Any]:
+    """``check`` as a property test on memory and local stores, and one (fewer examples) on moto S3."""
+
+    @pytest.mark.parametrize("store", ["memory", "local"], indirect=True)
+    @settings(_PROPERTY, max_examples=examples)
+    @given(data=st.data())
+    def on_memory_and_local(store: Store, data: st.DataObject) -> None:
+        check(data, store)
+
+    @settings(_PROPERTY, max_examples=s3_examples)
+    @given(data=st.data())
+    def on_s3(s3_store: S3Store, data: st.DataObject) -> None:
+        check(data, s3_store)
+
+    return on_memory_and_local, on_s3
 
 
-@settings(_PROPERTY, max_examples=15)
-@given(data=st.data())
-def test_scan_equals_read_dataset_on_s3(s3_store: S3Store, data: st.DataObject) -> None:
-    _check_scan_equals_read(data, s3_store)
+test_scan_equals_read_dataset, test_scan_equals_read_dataset_on_s3 = _property_tests(_check_scan_equals_read, 60, 15)
 
 
 # ------------------------------------------------------------------------------------------
@@ -182,17 +190,9 @@ def _check_float_scan(data: st.DataObject, store: Store) -> None:
     assert _rows(pl.scan_pyarrow_dataset(scan).collect().to_arrow()) == _rows(expected)
 
 
-@pytest.mark.parametrize("store", ["memory", "local"], indirect=True)
-@settings(_PROPERTY, max_examples=80)
-@given(data=st.data())
-def test_scan_equals_read_on_floating_columns(store: Store, data: st.DataObject) -> None:
-    _check_float_scan(data, store)
-
-
-@settings(_PROPERTY, max_examples=10)
-@given(data=st.data())
-def test_scan_equals_read_on_floating_columns_on_s3(s3_store: S3Store, data: st.DataObject) -> None:
-    _check_float_scan(data, s3_store)
+test_scan_equals_read_on_floating_columns, test_scan_equals_read_on_floating_columns_on_s3 = _property_tests(
+    _check_float_scan, 80, 10
+)
 
 
 @pytest.mark.parametrize("store", ["memory", "local"], indirect=True)
@@ -248,8 +248,9 @@ def test_a_missing_part_fails_the_scan_before_it_is_returned(store: Store) -> No
 
 
 @pytest.mark.parametrize("store", ["local", "s3"], indirect=True)
-def test_a_part_deleted_after_the_scan_was_returned_fails_when_scanned(store: Store) -> None:
-    """The scan reads through pyarrow's native filesystem: its own error, naming the file, never a skip."""
+def test_a_part_deleted_after_the_scan_was_returned_fails_every_consumer(store: Store) -> None:
+    """The scan reads through pyarrow's native filesystem: its own error, naming the file, never a skip;
+    DuckDB and polars pass it on."""
     pds = _three_parts(store)
     scan = pds.scan_dataset("events")
     part = pds.read_manifest("events").parts[-1]
@@ -258,6 +259,10 @@ def test_a_part_deleted_after_the_scan_was_returned_fails_when_scanned(store: St
         scan.to_table()
     with pytest.raises(OSError, match=re.escape(f"events/{part}")):
         scan.scanner().to_reader().read_all()
+    with pytest.raises(duckdb.Error, match=re.escape(f"events/{part}")):
+        duckdb.connect().from_arrow(scan).fetchall()
+    with pytest.raises(OSError, match=re.escape(f"events/{part}")):
+        pl.scan_pyarrow_dataset(scan).collect()
 
 
 def test_a_memory_scan_holds_the_parts_it_checked() -> None:
@@ -394,18 +399,6 @@ def test_duckdb_and_polars_query_a_scan(store: Store) -> None:
     lazy = pl.scan_pyarrow_dataset(pds.scan_datasets(["events"]))
     out = lazy.filter(pl.col("day") == 2).group_by("day").agg(pl.col("n").sum()).collect()
     assert out.to_dicts() == [{"day": 2, "n": 41}]
-
-
-@pytest.mark.parametrize("store", ["local", "s3"], indirect=True)
-def test_duckdb_and_polars_surface_a_part_deleted_after_the_scan_was_returned(store: Store) -> None:
-    pds = _three_parts(store)
-    scan = pds.scan_dataset("events")
-    part = pds.read_manifest("events").parts[-1]
-    store.delete(f"events/{part}")
-    with pytest.raises(duckdb.Error, match=re.escape(f"events/{part}")):
-        duckdb.connect().from_arrow(scan).fetchall()
-    with pytest.raises(OSError, match=re.escape(f"events/{part}")):
-        pl.scan_pyarrow_dataset(scan).collect()
 
 
 def test_a_process_that_scanned_s3_exits_cleanly(moto_endpoint: str) -> None:

@@ -26,7 +26,9 @@ scan is created, into a native in-memory filesystem that the scan reads.
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
+import operator
 import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -148,17 +150,11 @@ def _term(p: Predicate) -> pc.Expression:
 
 
 def _row_filter(dnf: DNF) -> pc.Expression:
-    """``to_expression(dnf)`` (the rows ``read_dataset`` keeps), safe from NaN-blind statistics."""
-    disjunction: pc.Expression | None = None
-    for conjunction in dnf:
-        expression: pc.Expression | None = None
-        for p in conjunction:
-            term = _term(p)
-            expression = term if expression is None else expression & term
-        if expression is None:
-            return to_expression(True)
-        disjunction = expression if disjunction is None else disjunction | expression
-    return to_expression(False) if disjunction is None else disjunction
+    """``to_expression(dnf)`` (the rows ``read_dataset`` keeps), safe from NaN-blind statistics.
+
+    ``dnf`` is normalized: at least one conjunction, none empty.
+    """
+    return functools.reduce(operator.or_, (functools.reduce(operator.and_, map(_term, c)) for c in dnf))
 
 
 def _partition_expression(entry: FileEntry, schema: pa.Schema) -> pc.Expression | None:

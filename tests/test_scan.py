@@ -18,6 +18,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 import pyarrow.dataset as pads
+import pyarrow.fs as pafs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -263,6 +264,21 @@ def test_a_part_deleted_after_the_scan_was_returned_fails_every_consumer(store: 
         duckdb.connect().from_arrow(scan).fetchall()
     with pytest.raises(OSError, match=re.escape(f"events/{part}")):
         pl.scan_pyarrow_dataset(scan).collect()
+
+
+def test_scans_never_read_through_a_python_filesystem(store: Store) -> None:
+    """Issue 18 #7: a Python filesystem handler runs on Arrow's I/O threads and can deadlock on the GIL."""
+    pds = _three_parts(store)
+    pds.write_dataset(pa.table({"n": [1]}), "other")
+    unfiltered = pds.scan_datasets(["events", "other"])
+    fragments = [fragment.filesystem for fragment in unfiltered.get_fragments()]
+    for filesystems in (
+        [pds.scan_dataset("events", filters=[("n", ">", 10)]).filesystem],
+        [unfiltered.filesystem, *fragments],
+    ):
+        assert not any(isinstance(fs, pafs.PyFileSystem) for fs in filesystems), filesystems
+        native = {"MemoryStore": "mock", "LocalStore": "local", "S3Store": "s3"}[type(store).__name__]
+        assert {fs.type_name for fs in filesystems} == {native}
 
 
 def test_a_memory_scan_holds_the_parts_it_checked() -> None:

@@ -117,8 +117,8 @@ def _snapshot(store: Store, parts: Sequence[_Part]) -> pafs.FileSystem:
     return filesystem
 
 
-# Always true (false) on rows, but not decidable from statistics: ``random`` is the one compute function
-# that pyarrow never folds into a constant when it simplifies a filter against a row group's statistics.
+# Always true (false) on rows, but not decidable from statistics: ``random`` is impure, so pyarrow never
+# folds it into a constant when it simplifies a filter against a row group's statistics.
 _RANDOM = pc.Expression._call("random", [], pc.RandomOptions())
 _UNDECIDABLE_TRUE = _RANDOM >= 0
 _UNDECIDABLE_FALSE = _RANDOM < 0
@@ -138,7 +138,7 @@ def _term(p: Predicate) -> pc.Expression:
     NaN). Even ``is_nan(x)`` is folded once pyarrow takes ``x`` to be ``1.0``. So a comparison that a
     NaN satisfies (``!=``, ``not in``) is or-ed with an always-false term statistics cannot decide,
     and one a NaN fails is and-ed with an always-true one: the rows are the same, and statistics still
-    skip groups (prove the filter true) where that holds for the NaN too.
+    skip a group (or count it whole) where that is right for a NaN too.
     """
     expression = to_expression([[p]])
     typ = p.arrow_type

@@ -8,20 +8,28 @@ expression (so pyarrow fills the partition columns, and skips fragments a
 later filter excludes). Columns a part lacks (added to the dataset after it
 was written) are read as nulls. The row filter is attached with
 ``Dataset.filter``, so pyarrow, DuckDB and polars push it down to the Parquet
-reader. Nothing is read until the caller scans.
+reader; terms that NaN satisfies are written so that row-group statistics
+(which leave NaN out) cannot skip NaN rows.
 
-Reads go through the store's own pyarrow filesystem (:meth:`Store.arrow_filesystem`)
-wrapped in a thin checking layer: when the scan opens a part, the part must
-exist and have the size the manifest records (one metadata request on S3),
-else the scan raises :class:`~dagster_parquet_dataset.errors.DatasetIncomplete`
-naming the dataset and the part. The data itself is read by pyarrow's native
-file objects.
+No Python code runs on Arrow's or DuckDB's I/O threads (a Python filesystem
+handler there can deadlock against the GIL: apache/arrow ARROW-16413,
+duckdb/duckdb 16501). The parts are checked before the scan is returned,
+on this package's own threads: each must exist with the size the manifest
+records (one metadata request each, in parallel: a ``HEAD`` on S3, a ``stat``
+on disk), else :class:`~dagster_parquet_dataset.errors.DatasetIncomplete`.
+The data is then read through the store's native pyarrow filesystem. A store
+whose filesystem is a Python ``PyFileSystem`` (``MemoryStore``, custom
+stores) is never read through it: the selected parts are copied, when the
+scan is created, into a native in-memory filesystem that the scan reads.
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import gc
+import operator
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,11 +39,11 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.fs as pafs
 
-from ..errors import DatasetIncomplete
+from ..errors import DatasetIncomplete, NotFound
 from ..storage.base import Store
 from ._partition import partition_scalar
-from ._pruning import filter_columns, normalize_filters, to_expression
-from ._read import _check_row_filterable, _open_verified, check_columns, plan
+from ._pruning import DNF, Predicate, filter_columns, normalize_filters, to_expression
+from ._read import _check_row_filterable, _open_verified, check_columns, parallel_map, plan
 from .manifest import DatasetManifest, FileEntry
 
 # Scans leave objects holding pyarrow S3 file handles to the garbage collector; at interpreter exit
@@ -47,72 +55,106 @@ atexit.register(gc.collect)
 @dataclass(frozen=True)
 class _Part:
     dataset_key: str
-    path: str
-    size: int | None
+    entry: FileEntry
+    location: str  # the part's path on the scan's filesystem
+
+    def missing(self) -> DatasetIncomplete:
+        return DatasetIncomplete(
+            f"dataset {self.dataset_key!r}: part {self.entry.path!r} listed in the manifest is missing"
+        )
+
+    def check_size(self, actual: int) -> None:
+        """Raises: DatasetIncomplete: ``actual`` is not the size the manifest records."""
+        recorded = self.entry.size_bytes
+        if recorded is not None and actual != recorded:
+            raise DatasetIncomplete(
+                f"dataset {self.dataset_key!r}: part {self.entry.path!r} is {actual} bytes but the manifest "
+                f"records {recorded}: it is truncated or was replaced"
+            )
 
 
-class _CheckedHandler(pafs.FileSystemHandler):
-    """Reads through ``inner``; opening a listed part checks that it exists with its recorded size.
+def _check_parts(filesystem: pafs.FileSystem, parts: Sequence[_Part]) -> None:
+    """Each part exists on ``filesystem`` with its recorded size: one metadata request each (a ``stat`` on
+    disk, a ``HEAD`` on S3, in parallel on this package's threads).
 
-    Raises (from ``open_input_file``, when a scan reaches the part):
-        DatasetIncomplete: the part is missing, or its size differs from the manifest's
-            (truncated or replaced); the message names the dataset and the part.
+    Raises:
+        DatasetIncomplete: a part is missing, or of another size than the manifest records.
+    """
+    if isinstance(filesystem, pafs.LocalFileSystem):
+        infos = filesystem.get_file_info([p.location for p in parts])
+    else:
+        infos = parallel_map(lambda p: filesystem.get_file_info(p.location), parts)
+    for part, info in zip(parts, infos, strict=True):
+        if info.type != pafs.FileType.File:
+            raise part.missing()
+        part.check_size(info.size)
+
+
+def _snapshot(store: Store, parts: Sequence[_Part]) -> pafs.FileSystem:
+    """A native in-memory filesystem holding a copy of each part, read now through the store.
+
+    Raises:
+        DatasetIncomplete: a part is missing, or of another size than the manifest records.
     """
 
-    def __init__(self, inner: pafs.FileSystem, parts: dict[str, _Part]) -> None:
-        self._inner = inner
-        self._parts = parts
-
-    def __eq__(self, other: object) -> bool:
-        return other is self
-
-    def __ne__(self, other: object) -> bool:
-        return other is not self
-
-    def __hash__(self) -> int:
-        return id(self)
-
-    def get_type_name(self) -> str:
-        return f"pds-checked+{self._inner.type_name}"
-
-    def normalize_path(self, path: str) -> str:
-        return path
-
-    def get_file_info(self, paths: list[str]) -> list[pafs.FileInfo]:
-        return self._inner.get_file_info(paths)  # type: ignore[no-any-return]
-
-    def get_file_info_selector(self, selector: pafs.FileSelector) -> list[pafs.FileInfo]:
-        return self._inner.get_file_info(selector)  # type: ignore[no-any-return]
-
-    def open_input_file(self, path: str) -> pa.NativeFile:
-        part = self._parts.get(path)
+    def fetch(part: _Part) -> pa.Buffer:
         try:
-            # Without a size, pyarrow asks the server (HEAD on S3): the real size, not the recorded one.
-            source = self._inner.open_input_file(path)
-        except FileNotFoundError:
-            if part is None:
-                raise
-            raise DatasetIncomplete(
-                f"dataset {part.dataset_key!r}: part {part.path!r} listed in the manifest is missing"
-            ) from None
-        if part is not None and part.size is not None:
-            actual = source.size()
-            if actual != part.size:
-                source.close()
-                raise DatasetIncomplete(
-                    f"dataset {part.dataset_key!r}: part {part.path!r} is {actual} bytes but the manifest "
-                    f"records {part.size}: it is truncated or was replaced"
-                )
-        return source
+            source = store.open_input(f"{part.dataset_key}/{part.entry.path}")
+        except (NotFound, FileNotFoundError):
+            raise part.missing() from None
+        with source:
+            part.check_size(source.size())
+            return source.read_buffer()
 
-    def open_input_stream(self, path: str) -> pa.NativeFile:
-        return self.open_input_file(path)
+    buffers = parallel_map(fetch, parts)
+    filesystem = pafs._MockFileSystem()
+    for part, buffer in zip(parts, buffers, strict=True):
+        folder = posixpath.dirname(part.location)
+        if folder:
+            filesystem.create_dir(folder, recursive=True)
+        with filesystem.open_output_stream(part.location) as out:
+            out.write(buffer)
+    return filesystem
 
-    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise OSError("a dataset scan's filesystem is read-only")
 
-    create_dir = delete_dir = delete_dir_contents = delete_root_dir_contents = _read_only
-    delete_file = move = copy_file = open_output_stream = open_append_stream = _read_only
+# Always true (false) on rows, but not decidable from statistics: ``random`` is impure, so pyarrow never
+# folds it into a constant when it simplifies a filter against a row group's statistics.
+_RANDOM = pc.Expression._call("random", [], pc.RandomOptions())
+_UNDECIDABLE_TRUE = _RANDOM >= 0
+_UNDECIDABLE_FALSE = _RANDOM < 0
+
+
+def _nan_matches(expression: pc.Expression, column: str, typ: pa.DataType) -> bool:
+    probe = pa.table({column: pa.array([float("nan")], pa.float64()).cast(typ)})
+    return bool(probe.filter(expression).num_rows == 1)
+
+
+def _term(p: Predicate) -> pc.Expression:
+    """``p``'s row filter; on a floating column, one that statistics cannot decide wrongly.
+
+    pyarrow decides a filter for a whole Parquet row group from its min/max statistics, which leave
+    NaN out: in a group ``[NaN, 1.0]`` (min = max = 1.0), ``x != 1.0`` looks false for every row (the
+    group was skipped, losing the NaN) and ``x == 1.0`` true for every row (``count_rows`` counted the
+    NaN). Even ``is_nan(x)`` is folded once pyarrow takes ``x`` to be ``1.0``. So a comparison that a
+    NaN satisfies (``!=``, ``not in``) is or-ed with an always-false term statistics cannot decide,
+    and one a NaN fails is and-ed with an always-true one: the rows are the same, and statistics still
+    skip a group (or count it whole) where that is right for a NaN too.
+    """
+    expression = to_expression([[p]])
+    typ = p.arrow_type
+    if typ is None or not pa.types.is_floating(typ) or p.op in ("is null", "is not null"):
+        return expression
+    if _nan_matches(expression, p.column, typ):
+        return expression | _UNDECIDABLE_FALSE
+    return expression & _UNDECIDABLE_TRUE
+
+
+def _row_filter(dnf: DNF) -> pc.Expression:
+    """``to_expression(dnf)`` (the rows ``read_dataset`` keeps), safe from NaN-blind statistics.
+
+    ``dnf`` is normalized: at least one conjunction, none empty.
+    """
+    return functools.reduce(operator.or_, (functools.reduce(operator.and_, map(_term, c)) for c in dnf))
 
 
 def _partition_expression(entry: FileEntry, schema: pa.Schema) -> pc.Expression | None:
@@ -162,17 +204,18 @@ def scan_manifests(
     ``None``, in the order of the first dataset, then columns only later ones
     have), followed by any column ``filters`` names that ``columns`` leaves out
     (the attached row filter needs it). Datasets missing a column read it as nulls.
+    Every selected part is checked (exists, recorded size) before this returns.
 
     Raises:
         ValueError: an unknown column, malformed filters, or datasets whose
             schemas disagree (a column of different types).
         TypeError: a bad ``columns`` argument, or a filter on a column pyarrow cannot filter.
         CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
-        DatasetIncomplete: (when scanned) a part is missing, truncated or replaced.
+        DatasetIncomplete: a selected part is missing, truncated or replaced.
     """
     keys = [key for key, _ in datasets]
     where = keys[0] if len(keys) == 1 else ", ".join(keys)
-    inner, base = store.arrow_filesystem()
+    filesystem, base = store.arrow_filesystem()
     found = [(key, m, _schema_of(store, key, m)) for key, m in datasets]
     schemas = [s for _, _, s in found if s is not None]
     schema = _union_schema(keys, schemas) if schemas else pa.schema([])
@@ -186,28 +229,29 @@ def scan_manifests(
         carried = output + [c for c in schema.names if c in needed and c not in output]
     scan_schema = pa.schema([schema.field(c) for c in carried], metadata=schema.metadata)
 
-    parts: dict[str, _Part] = {}
-    selected: list[tuple[str, FileEntry]] = []
+    parts: list[_Part] = []
     for key, manifest, own in found:
         if own is None:
             continue
         entries = plan(manifest, schema, filters).selected if dnf is not None else manifest.file_entries()
         for entry in entries:
-            path = f"{base}/{key}/{entry.path}" if base else f"{key}/{entry.path}"
-            parts[path] = _Part(key, entry.path, entry.size_bytes)
-            selected.append((path, entry))
-    filesystem = pafs.PyFileSystem(_CheckedHandler(inner, parts))
+            location = f"{base}/{key}/{entry.path}" if base else f"{key}/{entry.path}"
+            parts.append(_Part(key, entry, location))
+    if isinstance(filesystem, pafs.PyFileSystem):
+        filesystem = _snapshot(store, parts)  # never call back into Python from Arrow's threads
+    else:
+        _check_parts(filesystem, parts)
     fmt = pads.ParquetFileFormat()
     fragments = []
-    for path, entry in selected:
+    for part in parts:
         kwargs: dict[str, Any] = {}
-        expr = _partition_expression(entry, scan_schema)
+        expr = _partition_expression(part.entry, scan_schema)
         if expr is not None:
             kwargs["partition_expression"] = expr
-        if entry.size_bytes is not None:
-            kwargs["file_size"] = entry.size_bytes
-        fragments.append(fmt.make_fragment(path, filesystem, **kwargs))
+        if part.entry.size_bytes is not None:
+            kwargs["file_size"] = part.entry.size_bytes  # checked above: pyarrow need not ask again
+        fragments.append(fmt.make_fragment(part.location, filesystem, **kwargs))
     dataset = pads.FileSystemDataset(fragments, scan_schema, fmt, filesystem)
     if dnf is not None:
-        dataset = dataset.filter(to_expression(dnf))
+        dataset = dataset.filter(_row_filter(dnf))
     return dataset

@@ -126,7 +126,11 @@ class MemoryStore(Store):
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         """A read-only ``pyarrow.fs.PyFileSystem`` over this store's objects, base ``""``
-        (see :meth:`Store.arrow_filesystem`). Reads see the objects as they are when opened."""
+        (see :meth:`Store.arrow_filesystem`). Reads see the objects as they are when opened.
+
+        Its handler is Python code: pyarrow calls it, holding its own locks, from its I/O threads, which
+        can deadlock against the GIL in threaded scans. Use it from one thread; the package's scans never
+        read through it (they copy their parts into a native in-memory filesystem when created)."""
         return pafs.PyFileSystem(_MemoryHandler(self)), ""
 
 

@@ -63,8 +63,14 @@ def write_none(context: OutputContext, datasets: ParquetDatasetStore, key: str, 
         context.add_output_metadata(out)
         return
     out["no_data"] = MetadataValue.bool(True)
-    recorded = recorded_metadata(datasets, key)
-    if recorded is None:
+    try:
+        recorded: dict[str, str] | None = datasets.read_manifest(key).metadata
+        stored = True
+    except ManifestCorrupted:
+        recorded, stored = None, True  # replaced like any damaged dataset an overwrite replaces
+    except NotFound:  # nothing stored, or no manifest yet (an incomplete write serves no rows)
+        recorded, stored = None, False
+    if not stored:
         out["note"] = MetadataValue.text(
             "the output was None, so no dataset was written; inputs annotated Optional load None"
         )

@@ -12,7 +12,6 @@ Every check reads the store back with its own ``ParquetDatasetStore``.
 """
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,12 +21,13 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store
+from dagster_parquet_dataset import ParquetDatasetStore
 from dagster_parquet_dataset.dagster_io import (
     LocalStoreResource,
     NoDataStored,
     RemoteStoreIOManager,
     S3StoreResource,
+    StoreResource,
 )
 
 from ..conftest import make_bucket
@@ -35,20 +35,14 @@ from ..conftest import make_bucket
 
 @pytest.fixture(params=["local", "s3"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[RemoteStoreIOManager, ParquetDatasetStore]:
-    """The IO manager, and an independent reader of the same store."""
+    """The IO manager, and a reader of the same store with its own ``Store`` object."""
+    resource: StoreResource
     if request.param == "local":
-        root = os.path.join(tmp_path, "store")
-        return RemoteStoreIOManager(store=LocalStoreResource(root=root)), ParquetDatasetStore(LocalStore(root))
-    endpoint = request.getfixturevalue("moto_endpoint")
-    bucket = make_bucket(endpoint)
-    io_manager = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint))
-    return io_manager, ParquetDatasetStore(S3Store(bucket, prefix="lake", endpoint_url=endpoint))
-
-
-@pytest.fixture
-def instance() -> Iterator[dg.DagsterInstance]:
-    with dg.DagsterInstance.ephemeral() as inst:
-        yield inst
+        resource = LocalStoreResource(root=os.path.join(tmp_path, "store"))
+    else:
+        endpoint = request.getfixturevalue("moto_endpoint")
+        resource = S3StoreResource(bucket=make_bucket(endpoint), prefix="lake", endpoint_url=endpoint)
+    return RemoteStoreIOManager(store=resource), ParquetDatasetStore(resource.get_store())
 
 
 def _run(assets: list[Any], io_manager: Any, instance: dg.DagsterInstance, **kwargs: Any) -> Any:

@@ -161,8 +161,8 @@ class _Load:
     def lenient(self, partition_key: str | None) -> bool:
         """Whether an absent dataset is skipped rather than an error (decided once every target is probed).
 
-        ``allow_missing_partitions`` skips absent partitions; an ``Optional`` input over an upstream that
-        stored nothing gets ``None``, so for it absence is an error only while another partition exists.
+        ``allow_missing_partitions`` skips absent partitions; an ``Optional`` input gets ``None`` when no
+        requested partition holds data, so for it absence is an error only while another partition holds data.
         """
         return (self.options.allow_missing_partitions and partition_key is not None) or self.optional
 
@@ -343,9 +343,9 @@ class _Load:
             found = [ok for ok, _data in probed]
             has_data = [data for _ok, data in probed]
             results = []
+        if self.optional and not any(has_data):
+            return None  # no requested partition holds data: absent, or its output was None
         if not any(found):
-            if self.optional:
-                return None
             if self.as_dict:
                 return {}
             raise DatasetNotFound(
@@ -356,8 +356,6 @@ class _Load:
         self._report_missing([pk for (pk, _key), ok in zip(self.targets, found, strict=True) if not ok])
         no_data = [pk for (pk, _k), ok, data in zip(self.targets, found, has_data, strict=True) if ok and not data]
         if no_data and not any(has_data):
-            if self.optional:
-                return None
             raise self.no_data_error(no_data)
         if no_data:
             context.log.info(f"{self.describe(None)}: {len(no_data)} partition(s) hold no data (output None)")

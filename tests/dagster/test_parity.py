@@ -203,6 +203,40 @@ def test_none_partition_error_names_the_partition_and_multi_partition_inputs_ski
     assert datasets.read_dataset("all_days").to_pydict() == {"day": ["d1", "d3"], "n": [1, 3]}
 
 
+@dg.asset
+def by_day(daily_maybe: dict[str, pa.Table]) -> pa.Table:
+    return pa.table({"day": sorted(daily_maybe), "rows": [daily_maybe[k].num_rows for k in sorted(daily_maybe)]})
+
+
+@dg.asset
+def all_days_optional(daily_maybe: Optional[pa.Table]) -> pa.Table:  # noqa: UP045
+    return _what(daily_maybe)
+
+
+def test_partitions_without_data_are_left_out_of_dict_inputs_and_optional_inputs_get_none(
+    backend: tuple[RemoteStoreIOManager, ParquetDatasetStore], instance: dg.DagsterInstance
+) -> None:
+    io_manager, datasets = backend
+    assets = [daily_maybe, by_day, all_days_optional, all_days]
+    # Nothing stored yet: an Optional input over every partition gets None, a plain one fails.
+    assert _run(assets, io_manager, instance, selection=[all_days_optional]).success
+    assert datasets.read_dataset("all_days_optional").column("kind").to_pylist() == ["None"]
+    message = _failure(_run(assets, io_manager, instance, selection=[all_days], raise_on_error=False))
+    assert "absent" in message
+
+    # Only d2 materialized, and it returned None after holding rows: no partition holds data.
+    datasets.write_dataset(pa.table({"day": ["old"], "n": [0]}), "daily_maybe/d2", overwrite=True)
+    assert _run([daily_maybe], io_manager, instance, partition_key="d2").success
+    assert _run(assets, io_manager, instance, selection=[all_days_optional]).success
+    assert datasets.read_dataset("all_days_optional").column("kind").to_pylist() == ["None"]
+
+    # With d1 and d3 stored too, the dict input holds only the partitions with data.
+    for day in ("d1", "d3"):
+        assert _run([daily_maybe], io_manager, instance, partition_key=day).success
+    assert _run(assets, io_manager, instance, selection=[by_day]).success
+    assert datasets.read_dataset("by_day").to_pydict() == {"day": ["d1", "d3"], "rows": [1, 1]}
+
+
 # ------------------------------------------------- mapping that yields no partition
 
 

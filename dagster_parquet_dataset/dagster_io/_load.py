@@ -315,7 +315,7 @@ class _Load:
             + (" ..." if len(missing) > 10 else "")
         )
 
-    def run(self, empty: Callable[[TypeHandler], Any]) -> Any:
+    def run(self, empty: Callable[[_Load], Any]) -> Any:
         context = self.context
         partitioned = context.has_asset_key and context.has_asset_partitions
         if self.as_dict and not partitioned:
@@ -417,16 +417,17 @@ def load_input(
 
     def empty(load: _Load) -> Any:
         manifests: list[DatasetManifest | None] = []
+        schema = pa.schema([])
         for key in sibling_keys()[:_SCHEMA_PROBES]:
             manifest = load._manifest(key)
             if manifest is not None and not holds_no_data(manifest.metadata) and manifest.schema is not None:
                 manifests.append(manifest)
+                schema = manifest.schema
                 break
         if load.element_type is not None:
             handler = load.handler_for_annotation(load.element_type)
         else:
             handler = load.handler_as_written(manifests)
-        schema = manifests[0].schema if manifests and manifests[0].schema is not None else pa.schema([])
         columns = load.options.columns
         if columns is not None:
             schema = pa.schema([f for f in schema if f.name in set(columns)], metadata=schema.metadata)

@@ -126,9 +126,9 @@ def write_output(
         )
         return Written.replaced(manifest)
     if options.write_mode == "append":
-        data, rows = _counted(data)
+        data, taken = _counted(data)
         manifest = datasets.append_dataset(data, key, run_id=run_id, metadata=metadata, **options.append_kwargs())
-        appended = rows()
+        appended = taken()
         return Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
     source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
     result = datasets.merge_dataset(source, key, run_id=run_id, metadata=metadata, **options.merge_kwargs())

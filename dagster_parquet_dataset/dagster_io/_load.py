@@ -316,6 +316,11 @@ class _Load:
         )
 
     def run(self, empty: Callable[[_Load], Any]) -> Any:
+        """The input's value; ``empty`` builds it when the partition mapping yields no partition.
+
+        Raises:
+            See ``RemoteStoreIOManager.load_input``.
+        """
         context = self.context
         partitioned = context.has_asset_key and context.has_asset_partitions
         if self.as_dict and not partitioned:

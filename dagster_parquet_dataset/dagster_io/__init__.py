@@ -21,7 +21,7 @@ from .handlers import (
     default_handlers,
     default_registry,
 )
-from .io_manager import ProcessLocalStoreError, RemoteStoreIOManager, UnsupportedTypeError
+from .io_manager import NoDataStored, ProcessLocalStoreError, RemoteStoreIOManager, UnsupportedTypeError
 from .keys import escape_segment, unescape_segment
 from .resources import InMemoryStoreResource, LocalStoreResource, S3StoreResource, StoreResource
 
@@ -33,6 +33,7 @@ __all__ = [
     "DatasetKeyCollision",
     "HandlerRegistry",
     "InMemoryStoreResource",
+    "NoDataStored",
     "LocalStoreResource",
     "PandasDataFrameHandler",
     "PolarsDataFrameHandler",

@@ -23,6 +23,8 @@ from dagster import (
 from dagster._check import CheckError
 from dagster._core.errors import DagsterError, DagsterInvariantViolationError
 
+from . import keys as keys_mod
+
 _UNAVAILABLE = (DagsterInvariantViolationError, CheckError)
 
 
@@ -60,7 +62,7 @@ def step_context_of(context: OutputContext) -> Any:
     return _get(lambda: context.step_context)
 
 
-def _instance_of(context: InputContext | OutputContext) -> DagsterInstance | None:
+def instance_of(context: InputContext | OutputContext) -> DagsterInstance | None:
     return _get(lambda: context.instance)
 
 
@@ -99,7 +101,55 @@ def ordered_partition_keys(context: InputContext, keys: Sequence[str]) -> list[s
     if partitions_def is None or len(keys) < 2:
         return list(keys)
     try:
-        rank = _rank(partitions_def, _instance_of(context))
+        rank = _rank(partitions_def, instance_of(context))
         return sorted(keys, key=rank) if rank is not None else list(keys)
     except (DagsterError, CheckError, ValueError, TypeError):
         return list(keys)
+
+
+def partition_values(partitions_def: Any, partition_key: str) -> tuple[list[str], dict[str, str] | None]:
+    """Folder values of a partition key and, for a multi-dimension key, its value per dimension.
+
+    ``partitions_def`` is ``None`` for a hand-built context that has a partition
+    key but no definition: the key is then a single dimension unless it is a
+    ``MultiPartitionKey`` object.
+
+    Raises:
+        ValueError: a multi-dimension key that ``partitions_def`` cannot parse.
+    """
+    if isinstance(partitions_def, MultiPartitionsDefinition) or isinstance(partition_key, MultiPartitionKey):
+        mpk = (
+            partition_key
+            if isinstance(partition_key, MultiPartitionKey)
+            else partitions_def.get_partition_key_from_str(partition_key)
+        )
+        by_dim = dict(mpk.keys_by_dimension)
+        return keys_mod.partition_values(str(partition_key), by_dim), by_dim
+    return keys_mod.partition_values(partition_key), None
+
+
+def describe_output(context: OutputContext) -> str:
+    """``"asset a/b"``, or ``"output 'x' of step 's'"`` for an op output."""
+    if context.has_asset_key:
+        return f"asset {context.asset_key.to_user_string()}"
+    step_key = step_key_of(context)
+    return label(context) + (f" of step {step_key!r}" if step_key is not None else "")
+
+
+def describe_input(context: InputContext, partition_key: str | None) -> str:
+    """What an input reads: ``"asset a/b partition 'p'"``, or its upstream op output."""
+    if context.has_asset_key:
+        what = f"asset {context.asset_key.to_user_string()}"
+        return what + (f" partition {partition_key!r}" if partition_key is not None else "")
+    upstream = context.upstream_output
+    return describe_output(upstream) if upstream is not None else "upstream"
+
+
+def run_id_of(context: OutputContext) -> str | None:
+    """The run id, or ``None`` for a context built without one."""
+    return _get(lambda: context.run_id)
+
+
+def run_partition_key_of(context: InputContext) -> str | None:
+    """The partition key of the run an input is loaded in, or ``None`` (an unpartitioned run)."""
+    return _get(lambda: context.partition_key if context.has_partition_key else None)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import RemoteStoreError
-from .handlers import ASSET_KEY_KEY, OUTPUT_NAME_KEY, PARTITION_KEY_KEY, STEP_KEY_KEY
+from ._handler_base import ASSET_KEY_KEY, OUTPUT_NAME_KEY, PARTITION_KEY_KEY, STEP_KEY_KEY
 
 #: The manifest metadata keys that say whose output a dataset holds.
 OWNER_KEYS = (ASSET_KEY_KEY, PARTITION_KEY_KEY, STEP_KEY_KEY, OUTPUT_NAME_KEY)

@@ -10,25 +10,17 @@
   it travels with the data, and comes back in the materialization's
   ``dagster/column_schema``.
 
-:class:`PresentingHandler` wraps the type handler of one output to do both;
-the IO manager creates one per output.
+:class:`Presentation` does both for one output; the IO manager creates one
+per output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pyarrow as pa
 from dagster import MetadataValue, TableColumn, TableSchema
-
-from ..dataset import DatasetManifest, ParquetDatasetStore
-from .handlers import ArrowConvertingHandler, OptionsWrite, TypeHandler
-
-if TYPE_CHECKING:
-    from dagster import InputContext, OutputContext
-
-    from .options import WriteOptions
 
 #: Arrow field metadata key holding a column's description.
 DESCRIPTION_KEY = b"description"
@@ -125,82 +117,28 @@ def preview_metadata(preview: pa.Table | None, total_rows: int) -> dict[str, Any
     return {"preview": MetadataValue.md(text)}
 
 
-class PresentingHandler(TypeHandler):
-    """Wraps the handler of one output: adds column descriptions and keeps a preview.
+class Presentation:
+    """What one output shows: column descriptions put into its Arrow schema, and a preview kept as it is written.
 
-    Writing goes through the wrapped handler's own conversion (:meth:`to_arrow`)
-    with the declared descriptions put into the Arrow schema, so the Parquet
-    files and the manifest carry them. A handler that writes without Arrow in
-    this process (Spark) writes as before: its files get no descriptions, and
-    its preview is ``obj.limit(n)`` collected.
+    The IO manager creates one per output. Data converted in this process goes
+    through :meth:`present` (descriptions in the schema, so the Parquet files and
+    the manifest carry them; the first rows kept); a handler that writes without
+    Arrow in this process (Spark) writes as before: its files get no
+    descriptions, and its preview is ``obj.limit(n)`` collected
+    (:meth:`preview_by_limit`).
 
     Attributes:
         preview: the first rows written (``None`` until something was written,
             or when ``preview_rows`` is 0).
     """
 
-    def __init__(self, inner: TypeHandler, descriptions: Mapping[str, str], preview_rows: int) -> None:
-        self.inner = inner
-        self.type_name = inner.type_name  # type: ignore[misc]  # the wrapped type, recorded in the manifest
+    def __init__(self, descriptions: Mapping[str, str], preview_rows: int) -> None:
         self.descriptions = dict(descriptions)
         self.preview_rows = preview_rows
         self.preview: pa.Table | None = None
 
-    def handles(self, python_type: type) -> bool:
-        return self.inner.handles(python_type)
-
-    def write(
-        self,
-        context: OutputContext | None,
-        datasets: ParquetDatasetStore,
-        key: str,
-        obj: Any,
-        *,
-        run_id: str | None,
-        metadata: dict[str, str],
-    ) -> DatasetManifest:
-        """Write as the wrapped handler does, with descriptions and a preview.
-
-        Raises:
-            as the wrapped handler's ``write``.
-        """
-        if isinstance(self.inner, ArrowConvertingHandler) and type(self.inner).write is ArrowConvertingHandler.write:
-            return datasets.write_dataset(self.to_arrow(obj), key, overwrite=True, run_id=run_id, metadata=metadata)
-        manifest = self.inner.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
-        self._preview_by_limit(obj)
-        return manifest
-
-    def write_with_options(
-        self,
-        context: OutputContext | None,
-        datasets: ParquetDatasetStore,
-        key: str,
-        obj: Any,
-        options: WriteOptions,
-        *,
-        run_id: str | None,
-        metadata: dict[str, str],
-    ) -> OptionsWrite | None:
-        """The wrapped handler's own non-default write (Spark's, on the executors), with a preview.
-
-        ``None`` when the wrapped handler has none: the IO manager then converts
-        with :meth:`to_arrow` (descriptions and preview included).
-
-        Raises:
-            as the wrapped handler's ``write_with_options``.
-        """
-        result = self.inner.write_with_options(context, datasets, key, obj, options, run_id=run_id, metadata=metadata)
-        if result is not None:
-            self._preview_by_limit(obj)
-        return result
-
-    def to_arrow(self, obj: Any) -> pa.Table | pa.RecordBatchReader:
-        """The wrapped handler's conversion, with descriptions, remembering the first rows.
-
-        Raises:
-            TypeError: as the wrapped handler's ``to_arrow``.
-        """
-        data = self.inner.to_arrow(obj)
+    def present(self, data: pa.Table | pa.RecordBatchReader) -> pa.Table | pa.RecordBatchReader:
+        """``data`` with the descriptions in its schema, remembering its first rows as they go by."""
         data = _with_schema(data, describe_schema(data.schema, self.descriptions))
         if self.preview_rows <= 0:
             return data
@@ -225,24 +163,8 @@ class PresentingHandler(TypeHandler):
 
         return pa.RecordBatchReader.from_batches(reader.schema, batches())
 
-    def _preview_by_limit(self, obj: Any) -> None:
+    def preview_by_limit(self, obj: Any) -> None:
         """For a DataFrame written without Arrow (Spark): ``obj.limit(n)`` collected (n rows only)."""
         if self.preview_rows <= 0 or not hasattr(obj, "limit") or not hasattr(obj, "toArrow"):
             return
         self.preview = obj.limit(self.preview_rows).toArrow()
-
-    def read(
-        self,
-        context: InputContext | None,
-        datasets: ParquetDatasetStore,
-        key: str,
-        *,
-        columns: Sequence[str] | None,
-        filters: Any = None,
-        version: int | None = None,
-    ) -> Any:
-        given = {k: v for k, v in (("filters", filters), ("version", version)) if v is not None}
-        return self.inner.read(context, datasets, key, columns=columns, **given)
-
-    def combine(self, objs: Sequence[Any]) -> Any:
-        return self.inner.combine(objs)

@@ -112,6 +112,19 @@ class WriteOptions:
         """A plain overwrite without column partitioning: the handler writes the output itself."""
         return self.write_mode == "overwrite" and self.partition_by is None
 
+    def append_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments an append call takes from these options (``partition_by``, ``allow_new_columns``)."""
+        return {"partition_by": self.partition_by, "allow_new_columns": self.allow_new_columns}
+
+    def merge_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments a merge call takes from these options (``key_columns``, ``strategy``,
+        ``partition_by``)."""
+        return {
+            "key_columns": list(self.key_columns or ()),
+            "strategy": self.merge_strategy,
+            "partition_by": self.partition_by,
+        }
+
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> WriteOptions:
         """Parse and check the write options in ``metadata``; other keys are ignored.

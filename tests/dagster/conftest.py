@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
+import dagster as dg
 import pyarrow as pa
 import pytest
 
@@ -40,3 +42,10 @@ def manifest(datasets: ParquetDatasetStore, key: str) -> DatasetManifest:
 def parquet_files(datasets: ParquetDatasetStore, key: str) -> list[str]:
     """Every Parquet object actually stored under ``key`` (not just what the manifest lists)."""
     return sorted(f.path for f in datasets.store.list_files(key) if f.path.endswith(".parquet"))
+
+
+@pytest.fixture
+def instance() -> Iterator[dg.DagsterInstance]:
+    """An ephemeral Dagster instance (test files may define their own)."""
+    with dg.DagsterInstance.ephemeral() as inst:
+        yield inst

@@ -1,0 +1,77 @@
+"""The ``pandas.DataFrame`` handler: the index (named, multi-level or a range) round-trips."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from ..dataset import ParquetDatasetStore
+from ..errors import ManifestCorrupted, NotFound
+from ._handler_base import ArrowConvertingHandler, is_subclass
+
+
+def _index_columns(schema: pa.Schema | None) -> list[Any] | None:
+    """The ``index_columns`` pyarrow's pandas metadata in ``schema`` records; ``None`` without readable metadata."""
+    raw = (schema.metadata or {}).get(b"pandas") if schema is not None else None
+    if raw is None:
+        return None
+    try:
+        return list(json.loads(raw).get("index_columns", []))
+    except ValueError:
+        return None
+
+
+class PandasDataFrameHandler(ArrowConvertingHandler):
+    """``pandas.DataFrame``; the index (named, multi-level or a range) round-trips.
+
+    The DataFrame goes through ``pyarrow.Table.from_pandas`` with
+    ``preserve_index=None``: a non-default index is stored as columns and a
+    ``RangeIndex`` as metadata only, and pyarrow's pandas metadata restores
+    either on load. A column projection keeps the index columns.
+    """
+
+    type_name = "pandas.DataFrame"
+
+    def handles(self, python_type: type) -> bool:
+        return is_subclass(python_type, "pandas", "DataFrame")
+
+    def to_arrow(self, obj: Any) -> pa.Table:
+        try:
+            return pa.Table.from_pandas(obj, preserve_index=None)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
+            raise TypeError(f"cannot store this pandas.DataFrame as Parquet: {exc}") from None
+
+    def from_arrow(self, table: pa.Table) -> Any:
+        return table.to_pandas()
+
+    def columns_to_read(
+        self, datasets: ParquetDatasetStore, key: str, columns: Sequence[str] | None, version: int | None
+    ) -> Sequence[str] | None:
+        """``columns`` plus the index columns the dataset's pandas metadata names."""
+        if columns is None or isinstance(columns, (str, bytes)):
+            return columns
+        try:
+            schema = datasets.read_manifest(key, version=version).schema
+        except (NotFound, ManifestCorrupted):
+            # The read itself reports it precisely: absent, incomplete, or version not retained.
+            return columns
+        index_columns = _index_columns(schema) or []
+        return list(columns) + [c for c in index_columns if isinstance(c, str) and c not in columns]
+
+    def _scan_fits(self, schema: pa.Schema) -> bool:
+        # Only an index stored as columns survives one scan unchanged. A RangeIndex (stored as
+        # metadata), or no pandas metadata at all, gives each partition its own 0..n-1 index, which
+        # the concatenation keeps and one scanned table cannot rebuild: those read per partition.
+        index_columns = _index_columns(schema)
+        return bool(index_columns) and all(isinstance(c, str) for c in index_columns or ())
+
+    def combine(self, objs: Sequence[Any]) -> Any:
+        import pandas as pd
+
+        try:
+            return pd.concat(list(objs))
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"the partitions cannot be concatenated: {exc}") from None

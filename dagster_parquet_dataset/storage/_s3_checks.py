@@ -16,6 +16,8 @@ from ._s3_http import S3ConnectError
 #: Error codes of a conditional write that lost (the condition was enforced).
 CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+#: Error codes of a server-side failure (5xx): the request may have been applied before it failed.
+SERVER_ERROR_CODES = {"InternalError", "SlowDown", "ServiceUnavailable", "500", "502", "503", "504"}
 _DENIED_CODES = {
     "AccessDenied",
     "403",

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -43,8 +42,7 @@ import pyarrow.fs as pafs
 from ..errors import CapabilityNotSupported, CommitConflict, NotFound, RemoteStoreError, StoreAccessError
 from ._s3_checks import CONFLICT_CODES as _CONFLICT_CODES
 from ._s3_checks import MISSING_CODES as _MISSING_CODES
-from ._s3_checks import PROBE_NAME, access_error, probe_conditional_writes
-from ._s3_checks import SERVER_ERROR_CODES as _SERVER_ERROR_CODES
+from ._s3_checks import PROBE_NAME, access_error, check_credentials, may_have_applied, probe_conditional_writes
 from ._s3_checks import error_code as _error_code
 from ._s3_http import S3ConnectError, S3Http, S3HttpError
 from .base import Capability, FileInfo, Store, validate_key
@@ -53,54 +51,6 @@ from .base import Capability, FileInfo, Store, validate_key
 #: ``None`` when enforced, else why commits there are unsafe.
 _CAS_CHECKED: dict[tuple[str, str], str | None] = {}
 _CAS_LOCK = threading.Lock()
-
-
-def _may_have_applied(exc: Exception) -> bool:
-    """Whether a failed write request may still have been applied by S3.
-
-    A 4xx answer is definite (the request was refused); a 5xx answer
-    (``InternalError``, ``SlowDown``, ``ServiceUnavailable``, 503) or no answer at
-    all (a timeout, a reset or closed connection) is not: the server may have
-    applied the write before it failed to answer. Errors raised before the
-    request was sent (bad parameters, no credentials) are definite too.
-    """
-    response = getattr(exc, "response", None)
-    if isinstance(response, dict) and response:
-        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
-        if isinstance(status, int) and status > 0:
-            return status >= 500
-        return _error_code(exc) in _SERVER_ERROR_CODES
-    boto_exc = sys.modules.get("botocore.exceptions")
-    if boto_exc is not None and isinstance(
-        exc, (boto_exc.ParamValidationError, boto_exc.NoCredentialsError, boto_exc.PartialCredentialsError)
-    ):
-        return False
-    return isinstance(exc, OSError) or (boto_exc is not None and isinstance(exc, boto_exc.BotoCoreError))
-
-
-def _check_credentials(key: str | None, secret: str | None, token: str | None) -> None:
-    """Refuse partial explicit credentials (empty strings count as not given).
-
-    Half of a key pair would be completed from the environment by one client and
-    not by another, so reads and writes could run as different identities.
-
-    Raises:
-        ValueError: only one of ``aws_access_key_id`` / ``aws_secret_access_key``
-            is given, or ``aws_session_token`` without both.
-    """
-    if bool(key) != bool(secret):
-        given, missing = (
-            ("aws_access_key_id", "aws_secret_access_key") if key else ("aws_secret_access_key", "aws_access_key_id")
-        )
-        raise ValueError(
-            f"S3Store got {given} but no {missing}: give both (and aws_session_token for temporary "
-            "credentials), or neither to use the standard AWS credential chain"
-        )
-    if token and not key:
-        raise ValueError(
-            "S3Store got aws_session_token without aws_access_key_id and aws_secret_access_key: a session token "
-            "only works with the key pair it was issued with; give all three, or none to use the AWS credential chain"
-        )
 
 
 class S3Store(Store):
@@ -122,6 +72,11 @@ class S3Store(Store):
 
     Clients are created on first use and dropped when pickled, so the store
     can be shipped to worker processes and Spark executors.
+
+    Raises:
+        ValueError: a bucket name with ``/``, an unsafe prefix, ``part_size``
+            below 5 MiB, or partial credentials (an access key without its
+            secret, a secret without its key, a session token without both).
     """
 
     capabilities = frozenset(Capability)
@@ -146,7 +101,7 @@ class S3Store(Store):
         prefix = prefix.strip("/")
         if prefix:
             validate_key(prefix, what="prefix")
-        _check_credentials(aws_access_key_id, aws_secret_access_key, aws_session_token)
+        check_credentials(aws_access_key_id, aws_secret_access_key, aws_session_token)
         self.bucket = bucket
         self.prefix = prefix
         self.max_key_bytes = 1024 - (len(prefix.encode()) + 1 if prefix else 0)
@@ -506,7 +461,7 @@ class S3Store(Store):
                     f"{path!r} changed since it was read "
                     f"({'it now exists' if expected is None else 'its ETag differs or it was deleted'})"
                 ) from None
-            if _may_have_applied(exc):
+            if may_have_applied(exc):
                 # No definite answer (after botocore's own retries): the PUT may have been applied.
                 raise ConnectionError(f"no answer from S3 for the conditional write of {path!r}: {exc}") from exc
             raise

@@ -87,6 +87,8 @@ def test_key_naming_a_listed_file_of_another_dataset_is_refused(store: Store) ->
     before = snapshot(store, "a")
     with pytest.raises(ValueError, match=r"inside the dataset 'a'.*lists the file 'part-00000.parquet'"):
         datasets.write_dataset(plain(1), "a/part-00000.parquet")
+    with pytest.raises(ValueError, match=r"inside the dataset 'a'.*lists the file 'part-00001.parquet'"):
+        datasets.write_dataset(plain(1), "a/part-00001.parquet/below")
     assert snapshot(store, "a") == before
 
 

@@ -131,7 +131,7 @@ def _overlap(store: Store, ancestor: str, relative: str) -> str | None:
             return f"{first!r} is one of its partition folders (it is partitioned by {list(manifest.partition_by)})"
     inside = relative + "/"
     for part in manifest.parts:
-        if part == relative or part.startswith(inside):
+        if part == relative or part.startswith(inside) or relative.startswith(part + "/"):
             return f"its manifest lists the file {part!r} there"
     return None
 

@@ -1,10 +1,12 @@
-"""An HTTP proxy on 127.0.0.1 in front of the moto S3 server that can lose responses.
+"""An HTTP proxy on 127.0.0.1 in front of the moto S3 server that can lose responses or answer 5xx.
 
 Every request is forwarded to moto unchanged (so moto applies it); when the
 ``drop`` hook says so, the proxy then closes the client's connection instead of
 sending moto's answer, as a network that loses a response would. The client
 (botocore, pyarrow) sees a reset connection and retries as it would in
-production.
+production. When the ``fail`` hook says so, the proxy answers a 5xx
+``InternalError`` instead of moto's answer, as S3 sometimes does for a request it
+applied.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ class LossyProxy:
         self.upstream_host = parsed.hostname or "127.0.0.1"
         self.upstream_port = parsed.port or 80
         self.drop: Callable[[str, str], bool] = lambda method, path: False
+        #: ``fail(method, path)``: a status (5xx) to answer instead of moto's answer, or ``None``.
+        self.fail: Callable[[str, str], int | None] = lambda method, path: None
+        self.failed: list[tuple[str, str, int]] = []
         self.dropped: list[tuple[str, str]] = []
         self.seen: list[tuple[str, str, int]] = []
         self._lock = threading.Lock()
@@ -79,6 +84,22 @@ class LossyProxy:
                     lose = proxy.drop(self.command, self.path)
                     if lose:
                         proxy.dropped.append((self.command, self.path))
+                    failure = None if lose else proxy.fail(self.command, self.path)
+                    if failure is not None:
+                        proxy.failed.append((self.command, self.path, failure))
+                if failure is not None:
+                    # Applied upstream, but the client is told the server failed.
+                    error = (
+                        b"<?xml version='1.0' encoding='UTF-8'?><Error><Code>InternalError</Code>"
+                        b"<Message>We encountered an internal error. Please try again.</Message></Error>"
+                    )
+                    self.send_response_only(failure)
+                    self.send_header("Content-Type", "application/xml")
+                    self.send_header("Content-Length", str(len(error)))
+                    self.end_headers()
+                    if self.command != "HEAD":
+                        self.wfile.write(error)
+                    return
                 if lose:
                     # Applied upstream, answer lost: the client sees its connection reset.
                     self.close_connection = True
@@ -118,6 +139,19 @@ class LossyProxy:
             return False
 
         self.drop = drop
+
+    def fail_next(self, method: str, suffix: str, count: int = 1, status: int = 500) -> None:
+        """Answer ``status`` (an S3 ``InternalError``) to the next ``count`` ``method`` requests whose path ends
+        with ``suffix``, after moto applied them."""
+        left = [count]
+
+        def fail(m: str, path: str) -> int | None:
+            if m == method and path.split("?")[0].endswith(suffix) and left[0] > 0:
+                left[0] -= 1
+                return status
+            return None
+
+        self.fail = fail
 
     def close(self) -> None:
         self._server.shutdown()

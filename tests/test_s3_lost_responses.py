@@ -84,3 +84,46 @@ def test_overwrite_with_every_commit_response_lost(bucket: str, moto_endpoint: s
     through(bucket, proxy).write_dataset(rows(100, 2), "o", overwrite=True)
     assert len(proxy.dropped) >= 2  # botocore's retry lost its answer too
     assert sorted(direct(bucket, moto_endpoint).read_dataset("o")["id"].to_pylist()) == [100, 101]
+
+
+# ---------------------------------------------------- 5xx answers to applied conditional writes (issue 18, #1)
+
+
+def test_write_if_answered_500_after_applying_is_no_answer(bucket: str, moto_endpoint: str, proxy: LossyProxy) -> None:
+    store = S3Store(bucket, prefix="lake", endpoint_url=proxy.url)
+    store.check_conditional_writes()
+    proxy.fail_next("PUT", "/k/manifest.json", count=1000)
+    with pytest.raises(ConnectionError, match="no answer from S3"):
+        store.write_if("k/manifest.json", b"first", expected=None)
+    assert proxy.failed, "the proxy never answered 500: the test did not test anything"
+    # Applied by the server (then botocore's retries were refused with 412, also answered 500).
+    assert manifest_puts(proxy)[:2] == [200, 412]
+    assert S3Store(bucket, prefix="lake", endpoint_url=moto_endpoint).read_bytes("k/manifest.json") == b"first"
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_append_answered_5xx_commits_rows_once(bucket: str, moto_endpoint: str, proxy: LossyProxy, status: int) -> None:
+    direct(bucket, moto_endpoint).write_dataset(rows(0, 5), "t")
+    proxy.fail_next("PUT", "/t/manifest.json", count=1000, status=status)
+    manifest = through(bucket, proxy).append_dataset(rows(5, 3), "t")
+    assert proxy.failed
+    assert manifest_puts(proxy)[0] == 200  # the first request was applied
+    assert manifest.version == 2
+    assert sorted(direct(bucket, moto_endpoint).read_dataset("t")["id"].to_pylist()) == list(range(8))
+
+
+def test_create_answered_500_keeps_its_parts(bucket: str, moto_endpoint: str, proxy: LossyProxy) -> None:
+    proxy.fail_next("PUT", "/new/manifest.json", count=1000)
+    manifest = through(bucket, proxy, max_rows_per_file=2).write_dataset(rows(0, 5), "new")
+    assert proxy.failed
+    assert manifest.parts == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert sorted(direct(bucket, moto_endpoint).read_dataset("new")["id"].to_pylist()) == list(range(5))
+
+
+def test_overwrite_answered_500_deletes_only_replaced_parts(bucket: str, moto_endpoint: str, proxy: LossyProxy) -> None:
+    direct(bucket, moto_endpoint).write_dataset(rows(0, 6), "o")
+    proxy.fail_next("PUT", "/o/manifest.json", count=1000)
+    manifest = through(bucket, proxy).write_dataset(rows(100, 2), "o", overwrite=True)
+    assert proxy.failed
+    assert manifest.version == 2
+    assert sorted(direct(bucket, moto_endpoint).read_dataset("o")["id"].to_pylist()) == [100, 101]

@@ -202,6 +202,28 @@ def test_s3_store_rejects_bad_bucket() -> None:
         S3Store("bucket/with/slash")
 
 
+@pytest.mark.parametrize(
+    ("credentials", "message"),
+    [
+        ({"aws_access_key_id": "AKIA"}, "got aws_access_key_id but no aws_secret_access_key"),
+        ({"aws_access_key_id": "AKIA", "aws_secret_access_key": ""}, "got aws_access_key_id but no aws_secret"),
+        ({"aws_secret_access_key": "secret"}, "got aws_secret_access_key but no aws_access_key_id"),
+        ({"aws_session_token": "token"}, "aws_session_token without aws_access_key_id and aws_secret_access_key"),
+    ],
+)
+def test_s3_store_rejects_partial_credentials(credentials: dict[str, str], message: str) -> None:
+    # Issue 18, #12: half a key pair would sign reads with the environment's credentials and writes with these.
+    with pytest.raises(ValueError, match=message):
+        S3Store("bucket", **credentials)
+
+
+def test_s3_store_accepts_whole_credentials_or_none() -> None:
+    full = S3Store("bucket", aws_access_key_id="AKIA", aws_secret_access_key="secret", aws_session_token="token")
+    assert (full.aws_access_key_id, full.aws_secret_access_key, full.aws_session_token) == ("AKIA", "secret", "token")
+    assert S3Store("bucket", aws_access_key_id="AKIA", aws_secret_access_key="secret").aws_session_token is None
+    assert S3Store("bucket").aws_access_key_id is None
+
+
 def test_s3_multipart_stream_completes_or_aborts(moto_endpoint: str) -> None:
     import boto3
 

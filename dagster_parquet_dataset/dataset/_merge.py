@@ -24,7 +24,9 @@ class MergeResult:
 
     Attributes:
         inserted: source rows added as new rows.
-        updated: existing rows replaced whole by source rows.
+        updated: source rows whose key matched existing rows, which they replaced
+            whole (a key stored in two rows is one update that replaces both), so
+            ``inserted + updated`` is the source's row count for an upsert.
         rewritten_files: files that held matched keys; the new version no longer
             references them.
         preserved_files: files the new version keeps as they were.
@@ -47,7 +49,8 @@ def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
         TypeError: ``source`` is not a ``pyarrow.Table`` or ``key_columns`` is not a list of names.
         ValueError: unknown strategy, a repeated column name, key column missing from
             the source, a column type a merge cannot handle (see :func:`check_merge_types`),
-            null keys, or duplicate keys (the message shows one).
+            null or NaN keys, or duplicate keys (the message shows one; ``-0.0`` and
+            ``0.0`` are the same key).
     """
     if not isinstance(source, pa.Table):
         raise TypeError(f"merge source must be a pyarrow.Table, got {type(source).__module__}.{type(source).__name__}")
@@ -68,11 +71,18 @@ def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
         nulls = source.column(col).null_count
         if nulls:
             raise ValueError(f"key column {col!r} has {nulls} null values in the source; keys must not be null")
+        if pat.is_floating(source.schema.field(col).type):
+            nans = pc.sum(pc.is_nan(source.column(col))).as_py() or 0
+            if nans:
+                raise ValueError(
+                    f"key column {col!r} has {nans} NaN values in the source; NaN equals no value (not even "
+                    "itself), so it cannot identify a row: keys must not be NaN"
+                )
     if len(set(keys)) != len(keys):
         raise ValueError(f"key_columns repeats a column: {keys}")
     check_merge_types(source.schema, keys)
     if source.num_rows:
-        counts = source.select(keys).group_by(keys, use_threads=False).aggregate([([], "count_all")])
+        counts = _key_table(source, keys).group_by(keys, use_threads=False).aggregate([([], "count_all")])
         dup = counts.filter(pc.greater(counts.column("count_all"), 1))
         if dup.num_rows:
             example = {k: dup.column(k)[0].as_py() for k in keys}
@@ -127,8 +137,23 @@ def check_merge_types(schema: pa.Schema, keys: Sequence[str]) -> None:
         )
 
 
+def _normalized(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """``column`` with ``-0.0`` turned into ``0.0`` if it is a float column (IEEE: ``-0.0 + 0.0 == +0.0``),
+    so that hashing (joins, group-bys) treats them as the one key that ``==`` says they are."""
+    if pat.is_floating(column.type) and not pat.is_float16(column.type):
+        return pc.add(column, pa.scalar(0.0, column.type))
+    return column
+
+
+def _key_table(table: pa.Table, key_columns: Sequence[str]) -> pa.Table:
+    """The key columns of ``table``, float keys normalised (see :func:`_normalized`)."""
+    keys = table.select(list(key_columns))
+    return pa.table([_normalized(keys.column(i)) for i in range(keys.num_columns)], names=keys.column_names)
+
+
 def _comparable(column: pa.ChunkedArray | pa.Array) -> list[Any]:
     """Sorted distinct values in the domain the statistics decode to."""
+    column = _normalized(column)
     if pat.is_timestamp(column.type):
         column = column.cast(pa.int64())
     unique = pc.unique(column)
@@ -156,11 +181,16 @@ class KeyIndex:
 
 
 def match_keys(target: pa.Table, source: pa.Table, key_columns: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices ``(target_rows, source_rows)`` of equal keys (an inner hash join on the keys only)."""
-    left = target.select(list(key_columns)).append_column(
+    """Row indices ``(target_rows, source_rows)`` of equal keys (an inner hash join on the keys only).
+
+    Keys are equal as ``==`` says: ``-0.0`` matches ``0.0``; NaN and null match nothing. A target key
+    stored in several rows gives one pair per row, so a source row may appear more than once in
+    ``source_rows``: count distinct source rows (``np.unique``) to count updates.
+    """
+    left = _key_table(target, key_columns).append_column(
         "__pds_t", pa.array(np.arange(target.num_rows, dtype=np.int64))
     )
-    right = source.select(list(key_columns)).append_column(
+    right = _key_table(source, key_columns).append_column(
         "__pds_s", pa.array(np.arange(source.num_rows, dtype=np.int64))
     )
     joined = left.join(right, keys=list(key_columns), join_type="inner", use_threads=True)

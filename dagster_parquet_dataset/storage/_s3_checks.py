@@ -1,4 +1,5 @@
-"""What S3 errors mean for the user, and the check that a server enforces conditional writes.
+"""What S3 errors mean for the user, which settings are refused, and the check that a server enforces conditional
+writes.
 
 Private helpers of :mod:`.s3`; they take a boto3 client or exception and know
 nothing about stores or datasets.
@@ -16,6 +17,8 @@ from ._s3_http import S3ConnectError
 #: Error codes of a conditional write that lost (the condition was enforced).
 CONFLICT_CODES = {"PreconditionFailed", "ConditionalRequestConflict", "412", "409"}
 MISSING_CODES = {"NoSuchKey", "404", "NotFound"}
+#: Error codes of a server-side failure (5xx): the request may have been applied before it failed.
+SERVER_ERROR_CODES = {"InternalError", "SlowDown", "ServiceUnavailable", "500", "502", "503", "504"}
 _DENIED_CODES = {
     "AccessDenied",
     "403",
@@ -148,3 +151,51 @@ def probe_conditional_writes(client: Any, bucket: str, key: str) -> str | None:
             client.delete_object(Bucket=bucket, Key=key)
         except Exception:  # noqa: BLE001 - a leftover probe object is harmless
             pass
+
+
+def may_have_applied(exc: Exception) -> bool:
+    """Whether a failed write request may still have been applied by S3.
+
+    A 4xx answer is definite (the request was refused); a 5xx answer
+    (``InternalError``, ``SlowDown``, ``ServiceUnavailable``, 503) or no answer at
+    all (a timeout, a reset or closed connection) is not: the server may have
+    applied the write before it failed to answer. Errors raised before the
+    request was sent (bad parameters, no credentials) are definite too.
+    """
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict) and response:
+        status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if isinstance(status, int) and status > 0:
+            return status >= 500
+        return error_code(exc) in SERVER_ERROR_CODES
+    boto_exc = sys.modules.get("botocore.exceptions")
+    if boto_exc is not None and isinstance(
+        exc, (boto_exc.ParamValidationError, boto_exc.NoCredentialsError, boto_exc.PartialCredentialsError)
+    ):
+        return False
+    return isinstance(exc, OSError) or (boto_exc is not None and isinstance(exc, boto_exc.BotoCoreError))
+
+
+def check_credentials(key: str | None, secret: str | None, token: str | None) -> None:
+    """Refuse partial explicit credentials (empty strings count as not given).
+
+    Half of a key pair would be completed from the environment by one client and
+    not by another, so reads and writes could run as different identities.
+
+    Raises:
+        ValueError: only one of ``aws_access_key_id`` / ``aws_secret_access_key``
+            is given, or ``aws_session_token`` without both.
+    """
+    if bool(key) != bool(secret):
+        given, missing = (
+            ("aws_access_key_id", "aws_secret_access_key") if key else ("aws_secret_access_key", "aws_access_key_id")
+        )
+        raise ValueError(
+            f"S3Store got {given} but no {missing}: give both (and aws_session_token for temporary "
+            "credentials), or neither to use the standard AWS credential chain"
+        )
+    if token and not key:
+        raise ValueError(
+            "S3Store got aws_session_token without aws_access_key_id and aws_secret_access_key: a session token "
+            "only works with the key pair it was issued with; give all three, or none to use the AWS credential chain"
+        )

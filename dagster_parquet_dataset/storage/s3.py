@@ -42,7 +42,7 @@ import pyarrow.fs as pafs
 from ..errors import CapabilityNotSupported, CommitConflict, NotFound, RemoteStoreError, StoreAccessError
 from ._s3_checks import CONFLICT_CODES as _CONFLICT_CODES
 from ._s3_checks import MISSING_CODES as _MISSING_CODES
-from ._s3_checks import PROBE_NAME, access_error, probe_conditional_writes
+from ._s3_checks import PROBE_NAME, access_error, check_credentials, may_have_applied, probe_conditional_writes
 from ._s3_checks import error_code as _error_code
 from ._s3_http import S3ConnectError, S3Http, S3HttpError
 from .base import Capability, FileInfo, Store, validate_key
@@ -51,15 +51,6 @@ from .base import Capability, FileInfo, Store, validate_key
 #: ``None`` when enforced, else why commits there are unsafe.
 _CAS_CHECKED: dict[tuple[str, str], str | None] = {}
 _CAS_LOCK = threading.Lock()
-
-
-def _is_transport_error(exc: Exception) -> bool:
-    """A botocore error about the connection (timeout, reset, closed), not an S3 answer."""
-    try:
-        from botocore.exceptions import HTTPClientError
-    except ImportError:  # pragma: no cover - depends on install
-        return False
-    return isinstance(exc, (HTTPClientError, OSError))
 
 
 class S3Store(Store):
@@ -73,13 +64,19 @@ class S3Store(Store):
         region: the bucket's region; defaults to ``AWS_REGION`` /
             ``AWS_DEFAULT_REGION`` or ``us-east-1``.
         aws_access_key_id, aws_secret_access_key, aws_session_token: explicit
-            credentials; when omitted both clients use the AWS credential chain.
+            credentials (the key pair together, the token only with it); when
+            omitted both clients use the AWS credential chain.
         max_pool_connections: size of boto3's connection pool.
         part_size: bytes buffered per multipart-upload part when streaming a
             write (at least 5 MiB); memory per open write is about two parts.
 
     Clients are created on first use and dropped when pickled, so the store
     can be shipped to worker processes and Spark executors.
+
+    Raises:
+        ValueError: a bucket name with ``/``, an unsafe prefix, ``part_size``
+            below 5 MiB, or partial credentials (an access key without its
+            secret, a secret without its key, a session token without both).
     """
 
     capabilities = frozenset(Capability)
@@ -104,6 +101,7 @@ class S3Store(Store):
         prefix = prefix.strip("/")
         if prefix:
             validate_key(prefix, what="prefix")
+        check_credentials(aws_access_key_id, aws_secret_access_key, aws_session_token)
         self.bucket = bucket
         self.prefix = prefix
         self.max_key_bytes = 1024 - (len(prefix.encode()) + 1 if prefix else 0)
@@ -446,6 +444,9 @@ class S3Store(Store):
 
         Raises:
             CommitConflict: the object changed (or appeared) meanwhile.
+            ConnectionError: no definite answer after botocore's retries (a timeout,
+                a reset connection, or a 5xx such as ``InternalError``, ``SlowDown``
+                or 503): the write may or may not have been applied.
             CapabilityNotSupported: the server does not enforce conditional writes.
             StoreAccessError: the conditional-write check could not run (credentials, bucket, endpoint).
         """
@@ -460,8 +461,8 @@ class S3Store(Store):
                     f"{path!r} changed since it was read "
                     f"({'it now exists' if expected is None else 'its ETag differs or it was deleted'})"
                 ) from None
-            if not code and _is_transport_error(exc):
-                # No answer from S3 (after botocore's own retries): the PUT may have been applied.
+            if may_have_applied(exc):
+                # No definite answer (after botocore's own retries): the PUT may have been applied.
                 raise ConnectionError(f"no answer from S3 for the conditional write of {path!r}: {exc}") from exc
             raise
         return str(response["ETag"])

@@ -36,7 +36,8 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import TypeVar
@@ -356,6 +357,22 @@ class Transaction:
     def record(self, path: str) -> None:
         """Note that this transaction is about to create ``path`` (a store path)."""
         self.created.append(path)
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around writing parts: any failure (an interrupt included) abandons the transaction, and a
+        part whose folder a concurrent ``delete_dataset`` removed while it was written (the store's
+        :class:`NotFound`) becomes a :class:`CommitConflict`."""
+        try:
+            yield
+        except NotFound as exc:
+            self.abandon()
+            raise CommitConflict(
+                f"dataset {self.key!r} was deleted while this write ran ({exc}); nothing was committed, write again"
+            ) from exc
+        except BaseException:
+            self.abandon()
+            raise
 
     def adopt(self, relative_paths: Iterable[str]) -> None:
         """Record parts an external writer wrote, but only those this write may have created

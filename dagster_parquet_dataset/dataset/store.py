@@ -203,7 +203,7 @@ class ParquetDatasetStore:
         run_id: str | None = None,
         metadata: dict[str, str] | None = None,
     ) -> MergeResult:
-        """Merge ``source`` into the dataset by ``key_columns`` (docs/merge.md).
+        """Merge ``source`` into the dataset by ``key_columns`` (docs/datasets.md).
 
         Raises:
             ValueError: duplicate or null keys in the source, unknown strategy, a schema

@@ -100,7 +100,6 @@ def _begin(
     options: DatasetOptions,
     key: str,
     schema: pa.Schema,
-    *,
     run_id: str | None,
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
@@ -138,24 +137,13 @@ def append_dataset(
     """See :meth:`ParquetDatasetStore.append_dataset`."""
     key = validate_key(key, what="dataset key")
     check_input(table, "append_dataset")
-    txn, partition, target = _begin(
-        options,
-        key,
-        table.schema,
-        run_id=run_id,
-        metadata=metadata,
-        partition_by=partition_by,
-        allow_new_columns=allow_new_columns,
-    )
+    txn, partition, target = _begin(options, key, table.schema, run_id, metadata, partition_by, allow_new_columns)
     if target is not None:
         table = conform_data(table, target, key=key)
     check_write_fits(options.store, key, table, partition)
     incoming = recorded_schema(table.schema, partition, key=key)
-    try:
+    with txn.writing():
         entries = write_parts(options, txn, table, partition)
-    except BaseException:
-        txn.abandon()
-        raise
     return txn.commit(append_builder(options, key, entries, incoming, partition, txn.pending, allow_new_columns))
 
 
@@ -172,21 +160,20 @@ def begin_append(
     key = validate_key(key, what="dataset key")
     if not isinstance(schema, pa.Schema):
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-    txn, partition, target = _begin(
-        options,
-        key,
-        schema,
-        run_id=run_id,
-        metadata=metadata,
-        partition_by=partition_by,
-        allow_new_columns=allow_new_columns,
-    )
+    txn, partition, target = _begin(options, key, schema, run_id, metadata, partition_by, allow_new_columns)
     if target is None:
         target = schema
     else:
         conform_table(schema.empty_table(), target, key=key)  # column set and castability, before any write
     recorded_schema(target, partition, key=key)  # every column storable
-    return PendingAppend(key, txn.txn, target, tuple(partition), txn.pending, allow_new_columns)
+    return PendingAppend(
+        key=key,
+        txn=txn.txn,
+        schema=target,
+        partition_by=tuple(partition),
+        write=txn.pending,
+        allow_new_columns=allow_new_columns,
+    )
 
 
 def commit_append(options: DatasetOptions, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:

@@ -254,15 +254,12 @@ def _rewrite(
         )
 
     workers = min(options.max_workers or os.cpu_count() or 1, len(groups))
-    try:
+    with txn.writing():
         if workers <= 1:
             written = [write(i) for i in range(len(groups))]
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pds-compact") as pool:
                 written = list(pool.map(write, range(len(groups))))
-    except BaseException:
-        txn.abandon()
-        raise
 
     def build(latest: DatasetManifest | None) -> DatasetManifest:
         if latest is None:

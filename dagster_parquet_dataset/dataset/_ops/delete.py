@@ -5,8 +5,10 @@ and no parts) by compare-and-swap against the live version, so it is ordered
 with every other commit: a writer that committed before it is deleted with
 the dataset, a writer whose commit comes after it loses its race, sees the
 tombstone and fails with :class:`CommitConflict` (its parts are removed), and
-nobody commits on top of a dataset being deleted. Then ``_SUCCESS`` goes (readers
-see the dataset absent), then every file of the dataset, and the tombstone last.
+nobody commits on top of a dataset being deleted. ``_SUCCESS`` goes first (readers
+see the dataset absent), then the tombstone lands, then every file the dataset had
+when it landed, and the tombstone last. A writer that begins on the tombstone
+(the delete may have died) replaces it.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from .vacuum import own_files
 
 log = logging.getLogger(__name__)
 
+#: Attempts at removing the folder while files keep appearing in it.
+_ROUNDS = 3
+
 
 def delete_dataset(options: DatasetOptions, key: str) -> None:
     """See :meth:`ParquetDatasetStore.delete_dataset` (``key`` already validated).
@@ -41,8 +46,10 @@ def delete_dataset(options: DatasetOptions, key: str) -> None:
     if not own_files(store, key):
         raise NotFound(f"dataset {key!r} does not exist")
     manifest_path = f"{key}/{MANIFEST_NAME}"
-    token = _commit_tombstone(options, key) if store.supports(Capability.CONDITIONAL_WRITE) else None
+    # _SUCCESS first: if this delete dies before its tombstone lands, the dataset is still whole (a reader
+    # writes the marker back); once the tombstone landed, a dataset without the marker reads as absent.
     store.delete(f"{key}/{SUCCESS_NAME}", missing_ok=True)
+    token = _commit_tombstone(options, key) if store.supports(Capability.CONDITIONAL_WRITE) else None
     # Only the files there when the tombstone landed: a writer that begins after it writes new parts and
     # may commit them on top of the tombstone; one that began before it loses its race and removes its own.
     for info in own_files(store, key):
@@ -50,15 +57,22 @@ def delete_dataset(options: DatasetOptions, key: str) -> None:
             store.delete(info.path, missing_ok=True)
     if token is not None and read_raw(store, key)[1] != token:
         return  # a writer committed on top of the tombstone: its dataset stays
-    if [f.path for f in store.list_files(key)] == [manifest_path]:
+    if [f.path for f in store.list_files(key)] != [manifest_path]:
+        store.delete(manifest_path, missing_ok=True)  # other files appeared: a writer's, who will find them gone
+        return
+    for _ in range(_ROUNDS):
         try:
             store.delete_folder(key)  # the tombstone and, on a local disk, the empty folders
             return
         except NotFound:
             return
-        except OSError as exc:  # a file published meanwhile by a writer that will fail: vacuum removes it
-            log.info("dataset %r: its folder could not be removed (%s)", key, exc)
-    store.delete(manifest_path, missing_ok=True)
+        except OSError as exc:
+            # A part published mid-delete (ENOTEMPTY). Once the tombstone is gone, its writer's commit
+            # loses, finds its parts missing and commits nothing: remove what appeared and try again.
+            log.info("dataset %r: a file appeared while its folder was removed (%s)", key, exc)
+            store.delete(manifest_path, missing_ok=True)
+            for info in own_files(store, key):
+                store.delete(info.path, missing_ok=True)
 
 
 def _commit_tombstone(options: DatasetOptions, key: str) -> str:

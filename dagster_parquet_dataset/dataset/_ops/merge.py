@@ -21,16 +21,22 @@ from .._layout import part_name
 from .._merge import KeyIndex, MergeResult, check_merge_args, check_merge_types, match_keys
 from .._options import DatasetOptions, check_metadata
 from .._partition import encode_partition_values
-from .._pruning import partition_stats
-from .._read import file_constants, parallel_map, read_parts
+from .._read import parallel_map, read_parts
 from .._schema import conform_table
-from .._stats import decode_stats
 from .._transaction import Build, PendingWrite, Replan, Transaction, new_manifest, read_current, retry_replans
 from .._write import PartJob, encode_parts
 from ..manifest import DatasetManifest, FileEntry
 from .entries import check_external_entries
 from .history import read_manifest
-from .merge_plan import MergePlan, MergeReplanNeeded, RangeIndex, partition_tuple
+from .merge_plan import (
+    MergePlan,
+    MergeReplanNeeded,
+    RangeIndex,
+    file_stats,
+    merge_target,
+    partition_tuple,
+    split_candidates,
+)
 from .write import write_dataset, write_parts
 
 
@@ -97,12 +103,7 @@ def _merge_into(
         PartsVanished: a candidate file disappeared while it was read.
         ValueError: as ``merge_dataset``.
     """
-    schema = current.schema
-    if schema is None:
-        raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to merge")
-    partition = current.partition_by
-    if partition_by is not None and tuple(partition_by) != partition:
-        raise ValueError(f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}")
+    schema, partition = merge_target(key, current, partition_by)
     source = conform_table(source, schema, key=key)
     check_write_fits(options.store, key, source, partition)
     check_merge_types(source.schema, keys)
@@ -110,18 +111,9 @@ def _merge_into(
     source_partitions = _encoded_partitions(source, partition) if partition else set()
 
     # Plan: which files may hold source keys, from partition values and key statistics alone.
-    rewrite_candidates: list[FileEntry] = []
-    move_candidates: list[FileEntry] = []
-    for entry in current.files:
-        stats = decode_stats({c: s for c, s in (entry.stats or {}).items() if c in keys}, schema)
-        for col, value in file_constants(entry, schema).items():
-            stats[col] = partition_stats(value, entry.row_count)
-        if not index.might_contain(stats):
-            continue
-        if partition and partition_tuple(entry, partition) not in source_partitions:
-            move_candidates.append(entry)
-        else:
-            rewrite_candidates.append(entry)
+    rewrite_candidates, move_candidates = split_candidates(
+        current.files, schema, keys, partition, index, source_partitions
+    )
 
     # Confirm by reading only key columns.
     matched_source = np.zeros(source.num_rows, dtype=bool)
@@ -157,7 +149,7 @@ def _merge_into(
         return MergeResult(0, 0, (), tuple(current.parts), (), None)
 
     txn = Transaction.begin(options, key, overwrite=True, run_id=run_id, metadata=metadata, current=(current, token))
-    try:
+    with txn.writing():
         jobs: list[PartJob] = []
         for n, entry in enumerate(rewrite):
             target_rows, source_rows = file_matches[entry.path]
@@ -173,9 +165,6 @@ def _merge_into(
         new_entries = encode_parts(options.store, jobs, options.part_options, txn.created, options.max_workers)
         if inserts is not None:
             new_entries += write_parts(options, txn, inserts, partition)
-    except BaseException:
-        txn.abandon()
-        raise
 
     rewritten = {e.path for e in rewrite}
     touched = {e.path for e in rewrite_candidates + move_candidates}
@@ -208,10 +197,7 @@ def _rebase_safe(
     for entry in latest.files:
         if entry.path in planned_paths:
             continue
-        stats = decode_stats(entry.stats or {}, schema)
-        for col, value in file_constants(entry, schema).items():
-            stats[col] = partition_stats(value, entry.row_count)
-        if index.might_contain(stats):
+        if index.might_contain(file_stats(entry, schema)):
             return False
     return True
 

@@ -35,6 +35,54 @@ class MergeReplanNeeded(Replan):
     """A concurrent commit changed files an external merge planned on: delete the parts and plan again."""
 
 
+def file_stats(entry: FileEntry, schema: pa.Schema, keys: Sequence[str] | None = None) -> dict[str, ColumnStats]:
+    """A file's statistics (of ``keys`` only, if given) with its partition values as constant columns."""
+    recorded = entry.stats or {}
+    stats = decode_stats(recorded if keys is None else {c: s for c, s in recorded.items() if c in keys}, schema)
+    for col, value in file_constants(entry, schema).items():
+        stats[col] = partition_stats(value, entry.row_count)
+    return stats
+
+
+def split_candidates(
+    files: Sequence[FileEntry],
+    schema: pa.Schema,
+    keys: Sequence[str],
+    partition: Sequence[str],
+    index: Any,
+    wanted: set[tuple[Any, ...]],
+) -> tuple[list[FileEntry], list[FileEntry]]:
+    """The files whose statistics ``index`` says may hold a key: those in the ``wanted`` partitions
+    (all, when unpartitioned) and those elsewhere."""
+    candidates: list[FileEntry] = []
+    elsewhere: list[FileEntry] = []
+    for entry in files:
+        if not index.might_contain(file_stats(entry, schema, keys)):
+            continue
+        if partition and partition_tuple(entry, partition) not in wanted:
+            elsewhere.append(entry)
+        else:
+            candidates.append(entry)
+    return candidates, elsewhere
+
+
+def merge_target(
+    key: str, current: DatasetManifest, partition_by: Sequence[str] | None
+) -> tuple[pa.Schema, tuple[str, ...]]:
+    """The schema and partitioning a merge into ``current`` keeps.
+
+    Raises:
+        ValueError: a Spec 042-only manifest without a schema, or ``partition_by`` differs from the dataset's.
+    """
+    schema = current.schema
+    if schema is None:
+        raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to merge")
+    partition = current.partition_by
+    if partition_by is not None and tuple(partition_by) != partition:
+        raise ValueError(f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}")
+    return schema, partition
+
+
 def partition_tuple(entry: FileEntry, partition: Sequence[str]) -> tuple[Any, ...]:
     """A file's encoded partition values, in ``partition`` order."""
     values = entry.partition_values or {}
@@ -156,46 +204,42 @@ def plan_merge(
         read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
     if current is None:
         partition = check_partition_by(partition_by, source_schema)
-        return MergePlan(key, txn, False, None, partition, keys, strategy, (), (), None, run_id, metadata)
-    schema = current.schema
-    if schema is None:
-        raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to merge")
-    partition = current.partition_by
-    if partition_by is not None and tuple(partition_by) != partition:
-        raise ValueError(f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}")
+        return MergePlan(
+            key=key,
+            txn=txn,
+            exists=False,
+            schema=None,
+            partition_by=partition,
+            key_columns=keys,
+            strategy=strategy,
+            candidates=(),
+            elsewhere=(),
+            version=None,
+            run_id=run_id,
+            metadata=metadata,
+        )
+    schema, partition = merge_target(key, current, partition_by)
     conform_table(source_schema.empty_table(), schema, key=key)  # same columns, castable types
     check_merge_types(schema, keys)
     ranges = {c: tuple(_domain(key_ranges[c], schema.field(c).type)) for c in keys} if key_ranges else {}
     index = RangeIndex(ranges)  # type: ignore[arg-type]
     wanted = {tuple(encode_partition_values(partition, list(p), schema).values()) for p in partitions or ()}
-    candidates: list[FileEntry] = []
-    elsewhere: list[FileEntry] = []
-    for entry in current.files:
-        if not key_ranges:
-            break  # no changes: nothing can match
-        stats = decode_stats({c: s for c, s in (entry.stats or {}).items() if c in keys}, schema)
-        for col, value in file_constants(entry, schema).items():
-            stats[col] = partition_stats(value, entry.row_count)
-        if not index.might_contain(stats):
-            continue
-        if partition and partition_tuple(entry, partition) not in wanted:
-            elsewhere.append(entry)
-        else:
-            candidates.append(entry)
+    files = current.files if key_ranges else ()  # no changes: nothing can match
+    candidates, elsewhere = split_candidates(files, schema, keys, partition, index, wanted)
     return MergePlan(
-        key,
-        txn,
-        True,
-        schema,
-        partition,
-        keys,
-        strategy,
-        tuple(candidates),
-        tuple(elsewhere),
-        current.version,
-        run_id,
-        metadata,
-        current,
-        token,
-        ranges,
+        key=key,
+        txn=txn,
+        exists=True,
+        schema=schema,
+        partition_by=partition,
+        key_columns=keys,
+        strategy=strategy,
+        candidates=tuple(candidates),
+        elsewhere=tuple(elsewhere),
+        version=current.version,
+        run_id=run_id,
+        metadata=metadata,
+        manifest=current,
+        token=token,
+        ranges=ranges,
     )

@@ -44,6 +44,8 @@ def committed_manifest(store: Store, key: str, version: int | None = None) -> Da
         raise DatasetNotFound(f"dataset {key!r} does not exist")
     try:
         return read_manifest(store, key, version=version)
+    except DatasetNotFound:
+        raise  # a delete's tombstone: the dataset is being deleted
     except NotFound as exc:
         if version is not None:
             raise

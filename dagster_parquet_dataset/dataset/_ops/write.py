@@ -49,11 +49,8 @@ def write_dataset(
     check_write_fits(options.store, key, table, partition)
     schema = recorded_schema(table.schema, partition, key=key)
     txn = _begin(options, key, overwrite=overwrite, run_id=run_id, metadata=metadata)
-    try:
+    with txn.writing():
         entries = write_parts(options, txn, table, partition)
-    except BaseException:
-        txn.abandon()
-        raise
     operation = "overwrite" if txn.exists else "write"
     base = new_manifest(
         options,

@@ -510,7 +510,7 @@ def test_filters_that_select_nothing_make_no_version(store: Store) -> None:
 
 def test_plan_groups_packs_only_consecutive_files_of_one_folder() -> None:
     from dagster_parquet_dataset import FileEntry
-    from dagster_parquet_dataset.dataset._compact import plan_groups
+    from dagster_parquet_dataset.dataset._ops.compact import plan_groups
 
     def f(name: str, size: int | None, p: int | None = None) -> FileEntry:
         folder = f"p={p}/" if p is not None else ""

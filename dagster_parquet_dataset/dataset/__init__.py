@@ -1,10 +1,12 @@
 """Dataset layer: Spec 042 Parquet datasets on any Store."""
 
-from ._commit import PendingWrite
-from ._compact import CompactResult
-from ._external import MergePlan, MergeReplanNeeded, PendingAppend
-from ._list import DatasetListing
 from ._merge import MergeResult
+from ._ops.append import PendingAppend
+from ._ops.compact import CompactResult
+from ._ops.listing import DatasetListing
+from ._ops.merge_plan import MergePlan, MergeReplanNeeded
+from ._options import DatasetOptions
+from ._transaction import PendingWrite
 from ._verify import VerifyProblem, VerifyReport
 from .manifest import DatasetManifest, FileEntry
 from .store import ParquetDatasetStore
@@ -13,6 +15,7 @@ __all__ = [
     "CompactResult",
     "DatasetListing",
     "DatasetManifest",
+    "DatasetOptions",
     "FileEntry",
     "MergePlan",
     "MergeReplanNeeded",

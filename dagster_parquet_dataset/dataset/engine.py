@@ -2,7 +2,8 @@
 
 The Spark and Dagster layers import dataset internals only from here (or from
 :mod:`dagster_parquet_dataset.dataset`): part encoding and names, statistics of
-a written part, partition helpers, the part check, filter types. Everything
+a written part, partition helpers, the part check, filter types, part names, and
+the one retry policy of commits and re-plans (:class:`Backoff`, :func:`retry_replans`). Everything
 here is safe to pickle to an executor and needs only pyarrow there.
 """
 
@@ -10,16 +11,19 @@ from __future__ import annotations
 
 from ._filters import DNF, Predicate, discrete_bounds
 from ._keys import check_folder_fits
+from ._layout import is_spec_name, part_name, single_name
 from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
 from ._read import check_columns
 from ._stats import file_column_stats
+from ._transaction import Backoff, retry_replans
 from ._values import type_kind
 from ._write import PartOptions, encode_part
 from .manifest import schema_hash
 
 __all__ = [
     "DNF",
+    "Backoff",
     "PartCheck",
     "PartOptions",
     "PartsVanished",
@@ -32,7 +36,11 @@ __all__ = [
     "encode_part",
     "encode_partition_values",
     "file_column_stats",
+    "is_spec_name",
+    "part_name",
     "partition_folder",
+    "retry_replans",
     "schema_hash",
+    "single_name",
     "type_kind",
 ]

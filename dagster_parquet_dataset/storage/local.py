@@ -50,6 +50,21 @@ def _check_root(root: str | os.PathLike[str]) -> str:
     return os.path.abspath(os.path.expanduser(text))
 
 
+def _unlink_quietly(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass  # deleted meanwhile
+
+
+def _rmdir(path: str) -> None:
+    """Remove an empty folder. Raises ``OSError`` (``ENOTEMPTY``) if a file appeared in it meanwhile."""
+    try:
+        os.rmdir(path)
+    except FileNotFoundError:
+        pass
+
+
 def _fsync_path(path: str, flags: int = os.O_RDONLY) -> None:
     fd = os.open(path, flags)
     try:
@@ -146,15 +161,23 @@ class LocalStore(Store):
 
     @contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
+        """Raises :class:`NotFound` if the folder (or the temporary file) is deleted while the object is
+        written, e.g. by a concurrent ``delete_dataset``; nothing is published then."""
         full = self._path(path)
         folder, name = os.path.split(full)
-        os.makedirs(folder, exist_ok=True)
         tmp = os.path.join(folder, f".{name}.{uuid.uuid4().hex}{_TMP_SUFFIX}")
-        sink = pa.OSFile(tmp, "wb")
+        try:
+            os.makedirs(folder, exist_ok=True)
+            sink = pa.OSFile(tmp, "wb")
+        except FileNotFoundError:
+            raise NotFound(f"could not write {path!r}: its folder was deleted meanwhile") from None
         try:
             yield sink
             sink.close()
-            self._publish(tmp, full)
+            try:
+                self._publish(tmp, full)
+            except FileNotFoundError:
+                raise NotFound(f"could not publish {path!r}: its folder was deleted while it was written") from None
         except BaseException:
             sink.close()
             try:
@@ -183,10 +206,14 @@ class LocalStore(Store):
             raise NotFound(f"nothing stored under {path!r} in {self.root!r}")
         for dirpath, dirnames, filenames in os.walk(full, topdown=False):
             for name in filenames:
-                os.unlink(os.path.join(dirpath, name))
+                _unlink_quietly(os.path.join(dirpath, name))
             for name in dirnames:
-                os.rmdir(os.path.join(dirpath, name))
-        os.rmdir(full)
+                sub = os.path.join(dirpath, name)
+                if os.path.islink(sub):
+                    _unlink_quietly(sub)  # the link only: never what it points to
+                else:
+                    _rmdir(sub)
+        _rmdir(full)
 
     def list_files(self, path: str) -> Iterator[FileInfo]:
         full = self.root if path == "" else self._path(path)

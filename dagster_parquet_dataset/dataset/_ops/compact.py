@@ -23,26 +23,22 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import random
-import time
-import uuid
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 
-from ..errors import CommitConflict
-from ..storage.base import Capability
-from ._commit import PendingWrite
-from ._merge_op import Replan
-from ._read import PartsVanished, plan, read_parts
-from ._write import DEFAULT_ROW_GROUP, PartOptions, chunk_batches, encode_part
-from .manifest import DatasetManifest, FileEntry
-
-if TYPE_CHECKING:
-    from .store import ParquetDatasetStore
+from ...storage.base import Capability
+from .._keys import check_key_fits
+from .._layout import part_name
+from .._options import DatasetOptions, check_run_id
+from .._read import plan, read_parts
+from .._transaction import Replan, Transaction, new_manifest, read_current, retry_replans
+from .._write import DEFAULT_ROW_GROUP, chunk_batches, encode_part
+from ..manifest import DatasetManifest, FileEntry
+from .read import committed_manifest
 
 #: The default target size of a compacted file.
 DEFAULT_TARGET_FILE_BYTES = 128 * 1024 * 1024
@@ -164,26 +160,27 @@ def plan_groups(
 
 
 def compact(
-    ds: ParquetDatasetStore,
+    options: DatasetOptions,
     key: str,
     target_file_bytes: int,
     filters: Any,
-    dry_run: bool,
     run_id: str | None,
+    *,
+    dry_run: bool,
 ) -> CompactResult:
     """See :meth:`ParquetDatasetStore.compact_dataset` (``key`` already validated)."""
     target = check_target(target_file_bytes)
-    if run_id is not None and not isinstance(run_id, str):
-        raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
+    check_run_id(run_id)
     if not isinstance(dry_run, bool):
         raise TypeError(f"dry_run must be a bool, got {type(dry_run).__name__}")
-    deadline = time.monotonic() + ds.commit_timeout
-    delay = 0.005
-    while True:
-        current, token = ds._committer.read_current(key)
-        if current is None:
-            ds._committed_manifest(key)  # raises DatasetNotFound, DatasetIncomplete or ManifestCorrupted
-            continue  # created meanwhile
+    check_key_fits(options.store, key)
+
+    def attempt() -> CompactResult:
+        while True:
+            current, token = read_current(options.store, key)
+            if current is not None:
+                break
+            committed_manifest(options.store, key)  # raises DatasetNotFound, DatasetIncomplete or ManifestCorrupted
         schema = current.schema
         if schema is None:
             raise ValueError(
@@ -203,22 +200,23 @@ def compact(
                 read_paths=tuple(e.path for e in read),
                 dry_run=dry_run,
             )
-        ds._require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="compact datasets")
-        try:
-            return _rewrite(ds, key, current, token, schema, groups, run_id)
-        except (Replan, PartsVanished):
-            pass  # a concurrent commit removed or changed files this compaction read: plan again
-        if time.monotonic() >= deadline:
-            raise CommitConflict(
-                f"dataset {key!r}: gave up compacting after {ds.commit_timeout:g} s; concurrent commits kept "
-                "replacing the files it read (raise commit_timeout to wait longer, or compact again later)"
-            )
-        time.sleep(random.uniform(0, delay))
-        delay = min(delay * 2, 1.0)
+        options.require(
+            Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="compact datasets"
+        )
+        return _rewrite(options, key, current, token, schema, groups, run_id)
+
+    return retry_replans(
+        options.commit_timeout,
+        attempt,
+        lambda: (
+            f"dataset {key!r}: gave up compacting after {options.commit_timeout:g} s; concurrent commits kept "
+            "replacing the files it read (raise commit_timeout to wait longer, or compact again later)"
+        ),
+    )
 
 
 def _rewrite(
-    ds: ParquetDatasetStore,
+    options: DatasetOptions,
     key: str,
     current: DatasetManifest,
     token: str | None,
@@ -226,41 +224,42 @@ def _rewrite(
     groups: list[CompactGroup],
     run_id: str | None,
 ) -> CompactResult:
-    txn = uuid.uuid4().hex[:16]
-    pending = PendingWrite(key, txn, False, False, run_id, current.metadata, current, token)
-    options = PartOptions(ds.compression, ds.row_group_size)
+    txn = Transaction.begin(
+        options, key, overwrite=False, run_id=run_id, metadata=current.metadata, current=(current, token)
+    )
+    part_options = options.part_options
     partition = current.partition_by
     file_schema = pa.schema([f for f in schema if f.name not in partition], metadata=schema.metadata)
-    names = [f"{g.folder}/{_name(i, txn)}" if g.folder else _name(i, txn) for i, g in enumerate(groups)]
-    attempted = [f"{key}/{n}" for n in names]
+    names = [part_name(i, txn=txn.txn, kind="c") for i in range(len(groups))]
+    names = [f"{g.folder}/{n}" if g.folder else n for g, n in zip(groups, names, strict=True)]
+    paths = [f"{key}/{n}" for n in names]
+    for path in paths:
+        txn.record(path)
 
     def write(i: int) -> FileEntry:
         group = groups[i]
-        tables = _read_group(ds, key, current, group, partition)
+        tables = _read_group(options, key, current, group, partition)
         first = next(tables)  # read before the output opens: a vanished file costs no write
         batches = (b for t in itertools.chain([first], tables) for b in t.to_batches())
-        rows = options.row_group_size or DEFAULT_ROW_GROUP
+        rows = part_options.row_group_size or DEFAULT_ROW_GROUP
         return encode_part(
-            ds.store,
-            attempted[i],
+            options.store,
+            paths[i],
             names[i],
             file_schema,
             chunk_batches(batches, file_schema, rows),
-            options,
+            part_options,
             group.entries[0].partition_values,
             tag=True,
         )
 
-    workers = min(ds.max_workers or os.cpu_count() or 1, len(groups))
-    try:
+    workers = min(options.max_workers or os.cpu_count() or 1, len(groups))
+    with txn.writing():
         if workers <= 1:
             written = [write(i) for i in range(len(groups))]
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pds-compact") as pool:
                 written = list(pool.map(write, range(len(groups))))
-    except BaseException:
-        ds._committer.delete_quietly(attempted)
-        raise
 
     def build(latest: DatasetManifest | None) -> DatasetManifest:
         if latest is None:
@@ -268,9 +267,18 @@ def _rewrite(
         files = rebase(latest, schema, partition, groups, written)
         latest_schema = latest.schema
         assert latest_schema is not None  # rebase checked it
-        return ds._manifest(key, files, latest_schema, run_id, latest.metadata, partition, "compact")
+        return new_manifest(
+            options,
+            key,
+            files,
+            latest_schema,
+            run_id=run_id,
+            metadata=latest.metadata,
+            partition_by=partition,
+            operation="compact",
+        )
 
-    committed = ds._committer.commit(pending, build, attempted, exclusive=False)
+    committed = txn.commit(build)
     read = [e for g in groups for e in g.entries]
     return CompactResult(
         files_read=len(read),
@@ -343,7 +351,7 @@ def rebase(
 
 
 def _read_group(
-    ds: ParquetDatasetStore, key: str, manifest: DatasetManifest, group: CompactGroup, partition_by: Sequence[str]
+    options: DatasetOptions, key: str, manifest: DatasetManifest, group: CompactGroup, partition_by: Sequence[str]
 ) -> Iterator[pa.Table]:
     """The group's rows in order, a bounded chunk of files at a time, without partition columns.
 
@@ -351,7 +359,7 @@ def _read_group(
         PartsVanished: a file disappeared (a concurrent commit replaced it).
         DatasetIncomplete: a file is damaged or disagrees with the manifest.
     """
-    rows_per_chunk = ds.row_group_size or DEFAULT_ROW_GROUP
+    rows_per_chunk = options.row_group_size or DEFAULT_ROW_GROUP
     chunk: list[FileEntry] = []
     rows = size = 0
 
@@ -362,7 +370,7 @@ def _read_group(
             files=tuple(entries),
             row_count=sum(e.row_count or 0 for e in entries),
         )
-        table = read_parts(ds.store, key, sub, None)
+        table = read_parts(options.store, key, sub, None)
         return table.drop_columns(list(partition_by)) if partition_by else table
 
     for entry in group.entries:
@@ -374,7 +382,3 @@ def _read_group(
             chunk, rows, size = [], 0, 0
     if chunk:
         yield read(chunk)
-
-
-def _name(index: int, txn: str) -> str:
-    return f"part-{index:05d}-{txn}-c.parquet"

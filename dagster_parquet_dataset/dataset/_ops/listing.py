@@ -5,10 +5,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from ..errors import ManifestCorrupted, NotFound
-from ..storage.base import Store
-from ._layout import MANIFEST_NAME, SUCCESS_NAME
-from .manifest import DatasetManifest
+from ...errors import ManifestCorrupted, NotFound
+from ...storage.base import Store
+from .._layout import MANIFEST_NAME, SUCCESS_NAME
+from .._transaction import TOMBSTONE_OPERATION
+from ..manifest import DatasetManifest
 
 _LIST_THREADS = 16
 
@@ -54,6 +55,8 @@ def list_datasets(store: Store, prefix: str) -> list[DatasetListing]:
             return None  # deleted since it was listed
         except ManifestCorrupted as exc:
             return DatasetListing(key, None, key in done, " ".join(str(exc).split()))
+        if manifest.operation == TOMBSTONE_OPERATION:
+            return None  # being deleted
         return DatasetListing(key, manifest, key in done)
 
     if len(keys) <= 1:

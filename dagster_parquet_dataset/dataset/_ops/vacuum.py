@@ -1,15 +1,20 @@
-"""Vacuum: which files of a dataset no retained version needs (a pure function of
-its versions and its listed files), and which files belong to it at all."""
+"""Vacuum: delete the files of a dataset no retained version needs. Which ones is a pure
+function (:func:`plan_vacuum`) of its versions and its listed files (:func:`own_files`:
+the files that belong to it, not to a dataset nested in its folder)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
-from ..storage.base import FileInfo, Store
-from ._layout import CLAIM_NAME, MANIFEST_NAME, SUCCESS_NAME, version_path
-from .manifest import DatasetManifest
+from ...storage.base import Capability, FileInfo, Store
+from .._keys import check_key_fits
+from .._layout import CLAIM_NAME, MANIFEST_NAME, SUCCESS_NAME, version_path
+from .._options import DatasetOptions, check_positive
+from ..manifest import DatasetManifest
+from .history import history
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,33 @@ def own_files(store: Store, key: str) -> list[FileInfo]:
         if f.path.endswith("/" + MANIFEST_NAME) and f.path != f"{key}/{MANIFEST_NAME}"
     }
     return [f for f in files if not any(f.path.startswith(n) for n in nested)]
+
+
+def vacuum(
+    options: DatasetOptions,
+    key: str,
+    retain_versions: int | None,
+    older_than: timedelta | float | None,
+    grace_period: timedelta | float,
+    progress: Callable[[int, int], None] | None,
+    *,
+    dry_run: bool,
+) -> VacuumResult:
+    """See :meth:`ParquetDatasetStore.vacuum` (``key`` already validated)."""
+    store = options.store
+    check_key_fits(store, key)
+    options.require(Capability.LIST, Capability.DELETE, action="vacuum datasets")
+    check_positive("retain_versions", retain_versions)
+    max_age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+    grace = grace_period.total_seconds() if isinstance(grace_period, timedelta) else float(grace_period)
+    versions = history(store, key)  # the live manifest first, then older complete copies
+    doomed, retained = plan_vacuum(key, versions, own_files(store, key), retain_versions, max_age, grace, time.time())
+    if not dry_run:
+        for done, path in enumerate(doomed, 1):
+            store.delete(path, missing_ok=True)
+            if progress is not None:
+                progress(done, len(doomed))
+    return VacuumResult(tuple(doomed), tuple(m.version for m in retained), dry_run)
 
 
 def plan_vacuum(

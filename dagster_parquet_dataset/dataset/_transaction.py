@@ -1,0 +1,650 @@
+"""The one transaction every operation commits through.
+
+A transaction is begun on the live version of a dataset (its manifest and
+version token), records every part path *before* the part is written, and
+ends in exactly one of:
+
+- :meth:`Transaction.commit`: a compare-and-swap of ``manifest.json`` against
+  the token it began on, with a build function that makes the new manifest on
+  top of whatever version is live (called again after every lost race, it may
+  raise :class:`Replan` or another error to give up); then ``_SUCCESS`` and the
+  deletion of files no retained version needs;
+- :meth:`Transaction.abandon`: delete the parts it created, and nothing else.
+
+Rules it enforces:
+
+- Every write carries a unique token (``txn``). The manifest records it and the
+  tokens of the commits before it (``txns``), so a writer whose commit response
+  was lost re-reads the manifest and recognises its own commit instead of
+  committing twice or deleting parts a live manifest lists.
+- Once the commit request has been sent, nothing is deleted until its outcome
+  is known. An interrupt (``KeyboardInterrupt``, ``SystemExit``...) or an error
+  while the outcome is unknown re-reads the manifest: if the commit landed the
+  parts stay; if the token moved on without it, the parts are deleted; if the
+  outcome cannot be learned, they stay for ``vacuum`` (:class:`CommitOutcomeUnknown`).
+- Clean-up deletes only files this transaction created, never a file the live
+  version or a retained version lists, never a reserved name.
+- Lost races are retried on top of the latest version with one jittered
+  exponential backoff (:class:`Backoff`) until ``commit_timeout`` runs out.
+- After a conflict that broke the lineage (the dataset was deleted or replaced
+  meanwhile), the writer checks its parts still exist before committing them.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import TypeVar
+
+import pyarrow as pa
+
+from ..errors import AlreadyExists, CommitConflict, CommitOutcomeUnknown, ManifestCorrupted, NotFound
+from ..storage.base import Capability, Store
+from ._layout import (
+    CLAIM_NAME,
+    MANIFEST_NAME,
+    SUCCESS_NAME,
+    VERSIONS_DIR,
+    is_reserved,
+    is_spec_name,
+    part_name,
+    single_name,
+    version_of,
+    version_path,
+)
+from ._options import DatasetOptions
+from ._read import PartsVanished
+from .manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
+
+log = logging.getLogger(__name__)
+
+#: Write tokens a manifest remembers: a writer recognises its lost-response
+#: commit as long as fewer than this many commits landed on top of it.
+TXN_WINDOW = 64
+_FIRST_DELAY = 0.005
+_MAX_DELAY = 1.0
+#: Retries of a commit whose outcome the store did not report, before giving up.
+_UNANSWERED_RETRIES = 3
+
+#: The ``operation`` of the manifest a delete commits before it removes the dataset's files.
+TOMBSTONE_OPERATION = "delete"
+
+T = TypeVar("T")
+
+
+class Replan(Exception):
+    """A concurrent commit touched the files an operation planned on: plan again."""
+
+
+class Backoff:
+    """The one retry policy: jittered exponential backoff until ``timeout`` seconds have passed."""
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._deadline = time.monotonic() + timeout
+        self._delay = _FIRST_DELAY
+
+    def expired(self) -> bool:
+        return time.monotonic() >= self._deadline
+
+    def pause(self) -> None:
+        time.sleep(random.uniform(0, self._delay))
+        self._delay = min(self._delay * 2, _MAX_DELAY)
+
+
+def retry_replans(timeout: float, attempt: Callable[[], T], gave_up: Callable[[], str]) -> T:
+    """Call ``attempt`` until it does not raise :class:`Replan` (or a ``PartsVanished``), with :class:`Backoff`.
+
+    Raises:
+        CommitConflict: still re-planning after ``timeout`` seconds (message from ``gave_up``).
+        Whatever ``attempt`` raises otherwise.
+    """
+    backoff = Backoff(timeout)
+    while True:
+        try:
+            return attempt()
+        except (Replan, PartsVanished):
+            pass  # a concurrent commit replaced files this operation planned on: plan again
+        if backoff.expired():
+            raise CommitConflict(gave_up())
+        backoff.pause()
+
+
+def new_txn() -> str:
+    """A write token, unique to one transaction."""
+    return uuid.uuid4().hex[:16]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PendingWrite:
+    """A write begun by :meth:`ParquetDatasetStore.begin_write`, to be finished by
+    :meth:`ParquetDatasetStore.commit_write`.
+
+    Writers that produce parts themselves (the Spark layer's executors) write
+    them under :meth:`part_name` (or any name that carries :attr:`txn`), then
+    commit them all at once.
+
+    Attributes:
+        key: the validated dataset key.
+        txn: a token unique to this write; names of parts that are not Spec
+            names carry it, and the committed manifest records it.
+        spec_names: whether this writer holds the new dataset's ``_claim``, so
+            its parts may carry exactly the Spec names.
+        overwrite, run_id, metadata: as given to ``begin_write``.
+    """
+
+    key: str
+    txn: str
+    spec_names: bool
+    overwrite: bool
+    run_id: str | None
+    metadata: dict[str, str] | None
+    current: DatasetManifest | None = field(repr=False)
+    token: str | None = field(repr=False)
+
+    def part_name(self, index: int) -> str:
+        """Name of part ``index`` relative to the dataset key: ``part-NNNNN.parquet``, or with :attr:`txn`."""
+        return part_name(index, txn=None if self.spec_names else self.txn)
+
+    def single_name(self) -> str:
+        """Name of a single-file dataset's only part: ``data.parquet``, or with :attr:`txn`."""
+        return single_name(None if self.spec_names else self.txn)
+
+    def owns(self, relative: str) -> bool:
+        """Whether this write may have created the part ``relative``: its name carries :attr:`txn`,
+        or it is a Spec name and this write holds the claim."""
+        return self.txn in relative.rpartition("/")[2] or (self.spec_names and is_spec_name(relative))
+
+
+Build = Callable[[DatasetManifest | None], DatasetManifest]
+"""Builds the new manifest's content on top of the version it will replace;
+called again after every lost race, and may raise to give up."""
+
+
+# ---------------------------------------------------------------------- reading
+
+
+def read_raw(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
+    """The live manifest (``None`` if absent or corrupt; a delete's tombstone as it is) and its token."""
+    try:
+        raw, token = store.read_versioned(f"{key}/{MANIFEST_NAME}")
+    except NotFound:
+        return None, None
+    try:
+        return DatasetManifest.from_json(raw), token
+    except ManifestCorrupted:
+        return None, token
+
+
+def is_tombstone(manifest: DatasetManifest | None) -> bool:
+    """Whether ``manifest`` is the marker of a ``delete_dataset`` in progress."""
+    return manifest is not None and manifest.operation == TOMBSTONE_OPERATION
+
+
+def read_current(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
+    """The live manifest (``None`` if absent or corrupt) and its token (``None`` if absent).
+
+    A delete's tombstone reads as absent (``None, None``).
+    """
+    manifest, token = read_raw(store, key)
+    if is_tombstone(manifest):
+        return None, None
+    return manifest, token
+
+
+def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest | None:
+    """A retained past version's manifest copy, or ``None`` if it is gone or unreadable."""
+    try:
+        return DatasetManifest.from_json(store.read_bytes(f"{key}/{version_path(version)}"))
+    except (NotFound, ManifestCorrupted):
+        return None
+
+
+def _version_copies(store: Store, key: str) -> list[int]:
+    if not store.supports(Capability.LIST):
+        return []
+    numbers = (version_of(f.path[len(key) + 1 :]) for f in store.list_files(f"{key}/{VERSIONS_DIR}"))
+    return sorted(n for n in numbers if n is not None)
+
+
+def delete_quietly(store: Store, paths: Iterable[str]) -> None:
+    """Delete ``paths``, logging (not raising) what cannot be deleted: clean-up must not hide the real outcome."""
+    for path in paths:
+        try:
+            store.delete(path, missing_ok=True)
+        except Exception as exc:
+            log.warning("could not delete %r: %s", path, exc)
+
+
+def repair_success(store: Store, key: str) -> DatasetManifest | None:
+    """If ``key`` has a committed manifest but no ``_SUCCESS`` (its writer died
+    between the two), write ``_SUCCESS`` and return the manifest; else ``None``.
+
+    Only manifests this package committed (they carry a write token) are
+    repaired: their compare-and-swap is the commit, so the dataset is complete.
+    A Spec-only writer's manifest without ``_SUCCESS`` may be an unfinished
+    write, and stays "incomplete" as Spec 042 PDS-003 says. A store the caller
+    may not write to is left as it is.
+    """
+    current, _token = read_raw(store, key)
+    if current is None or is_tombstone(current) or current.txn is None or not store.supports(Capability.ATOMIC_WRITE):
+        return None
+    try:
+        store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
+    except Exception as exc:  # a read-only credential: the read itself can go on
+        log.warning("could not repair the missing _SUCCESS of %r: %s", key, exc)
+        return current
+    if not store.exists(f"{key}/{MANIFEST_NAME}"):
+        # A delete_dataset ran meanwhile: do not leave a marker without a manifest.
+        delete_quietly(store, [f"{key}/{SUCCESS_NAME}"])
+        return None
+    log.info("dataset %r: wrote the _SUCCESS its last commit did not get to", key)
+    return current
+
+
+def new_manifest(
+    options: DatasetOptions,
+    key: str,
+    entries: Sequence[FileEntry],
+    schema: pa.Schema,
+    *,
+    run_id: str | None,
+    metadata: dict[str, str] | None,
+    partition_by: Sequence[str],
+    operation: str,
+) -> DatasetManifest:
+    """A manifest listing ``entries`` (version, token and obsolete files are set by the commit)."""
+    return DatasetManifest(
+        dataset_key=key,
+        parts=[e.path for e in entries],
+        row_count=sum(e.row_count or 0 for e in entries),
+        schema_hash=schema_hash(schema),
+        compression=options.compression,
+        created_at_utc=datetime.now(timezone.utc).isoformat(),
+        run_id=run_id,
+        metadata=metadata,
+        format_version=FORMAT_VERSION,
+        version=1,
+        files=tuple(entries),
+        arrow_schema=encode_schema(schema),
+        partition_by=tuple(partition_by),
+        operation=operation,
+    )
+
+
+# ------------------------------------------------------------------ transaction
+
+
+class Transaction:
+    """One operation's commit (see the module docstring for the rules).
+
+    Build one with :meth:`begin` (reads the live version) or :meth:`resume`
+    (from a :class:`PendingWrite` an external writer carried around).
+    """
+
+    def __init__(self, options: DatasetOptions, pending: PendingWrite, *, exclusive: bool = False) -> None:
+        self.options = options
+        self.store = options.store
+        self.pending = pending
+        self.exclusive = exclusive
+        #: Store paths of the parts this transaction created (recorded before each is written).
+        self.created: list[str] = []
+        self._sent_against: str | None = None
+        self._in_flight = False
+        #: Whether a dataset (not just a delete's tombstone) was live when the transaction began.
+        self.exists = pending.token is not None
+
+    @classmethod
+    def begin(
+        cls,
+        options: DatasetOptions,
+        key: str,
+        *,
+        overwrite: bool,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        claim: bool = False,
+        exclusive: bool = False,
+        current: tuple[DatasetManifest | None, str | None] | None = None,
+    ) -> Transaction:
+        """Begin on the live version of ``key`` (or on ``current``, a ``(manifest, token)`` already read).
+
+        With ``claim``, a new dataset's ``_claim`` is tried, so the parts may carry Spec names.
+        """
+        manifest, token = read_raw(options.store, key) if current is None else current
+        tombstone = is_tombstone(manifest)
+        if tombstone:
+            manifest = None  # a delete's (possibly one that crashed): the dataset is absent, replace the tombstone
+        txn = new_txn()
+        spec_names = claim and (token is None or tombstone) and _claim(options.store, key, txn)
+        pending = PendingWrite(
+            key=key,
+            txn=txn,
+            spec_names=spec_names,
+            overwrite=overwrite,
+            run_id=run_id,
+            metadata=metadata,
+            current=manifest,
+            token=token,
+        )
+        made = cls(options, pending, exclusive=exclusive)
+        made.exists = token is not None and not tombstone
+        return made
+
+    @classmethod
+    def resume(cls, options: DatasetOptions, pending: PendingWrite, *, exclusive: bool = False) -> Transaction:
+        """The transaction of a write begun earlier (``begin_write``, ``begin_append``, ``plan_merge``)."""
+        return cls(options, pending, exclusive=exclusive)
+
+    @property
+    def key(self) -> str:
+        return self.pending.key
+
+    @property
+    def txn(self) -> str:
+        return self.pending.txn
+
+    @property
+    def current(self) -> DatasetManifest | None:
+        return self.pending.current
+
+    def record(self, path: str) -> None:
+        """Note that this transaction is about to create ``path`` (a store path)."""
+        self.created.append(path)
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Around writing parts: any failure (an interrupt included) abandons the transaction, and a
+        part whose folder a concurrent ``delete_dataset`` removed while it was written (the store's
+        :class:`NotFound`) becomes a :class:`CommitConflict`."""
+        try:
+            yield
+        except NotFound as exc:
+            self.abandon()
+            raise CommitConflict(
+                f"dataset {self.key!r} was deleted while this write ran ({exc}); nothing was committed, write again"
+            ) from exc
+        except BaseException:
+            self.abandon()
+            raise
+
+    def adopt(self, relative_paths: Iterable[str]) -> None:
+        """Record parts an external writer wrote, but only those this write may have created
+        (:meth:`PendingWrite.owns`): clean-up never deletes a file under another name."""
+        self.created.extend(f"{self.key}/{p}" for p in relative_paths if self.pending.owns(p))
+
+    # ------------------------------------------------------------------ commit
+
+    def commit(self, build: Build) -> DatasetManifest:
+        """Commit ``build``'s manifest, write ``_SUCCESS`` and delete obsolete files.
+
+        If the commit is known to have lost, the parts are deleted (:meth:`abandon`);
+        if its outcome is unknown, they are kept.
+
+        Raises:
+            AlreadyExists: ``exclusive`` and another writer created the dataset meanwhile.
+            CommitConflict: other writers kept winning for ``commit_timeout``
+                seconds, or the dataset was deleted under this write and took
+                some of its parts with it.
+            CommitOutcomeUnknown: the store did not answer whether the commit landed.
+            ManifestCorrupted: a non-overwrite found the live manifest corrupt.
+            Whatever ``build`` raises.
+        """
+        try:
+            committed = self._commit(build)
+        except CommitOutcomeUnknown:
+            raise
+        except BaseException:
+            # Before the send, or once the commit is known to have lost, the parts go. After the
+            # send with an unknown outcome (an interrupt, an unexpected error), or if it landed,
+            # they stay: vacuum removes them if the commit did not land.
+            if not self._in_flight or self._outcome() is False:
+                self.abandon()
+            raise
+        self._finish(committed)
+        return committed
+
+    def _outcome(self) -> bool | None:
+        """After an interrupted send: ``True`` landed, ``False`` can never land, ``None`` unknown."""
+        try:
+            latest, latest_token = read_raw(self.store, self.key)
+        except Exception:
+            return None
+        if latest is not None and self.txn in latest.txns:
+            return True
+        return False if latest_token != self._sent_against else None
+
+    def _commit(self, build: Build) -> DatasetManifest:
+        key, txn = self.key, self.txn
+        path = f"{key}/{MANIFEST_NAME}"
+        current, token = self.pending.current, self.pending.token
+        backoff = Backoff(self.options.commit_timeout)
+        unanswered = 0
+        while True:
+            candidate = self._candidate(build(current), current, token)
+            if current is not None and self.options.retain_versions != 1:
+                # Keep the replaced version readable: its manifest moves into _versions/.
+                self.store.write_bytes(f"{key}/{version_path(current.version)}", current.to_json().encode("utf-8"))
+            unsure: BaseException | None = None
+            self._sent_against, self._in_flight = token, True
+            try:
+                self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
+                self._in_flight = False
+                return candidate
+            except CommitConflict:
+                pass  # lost the race, or our own request was applied and its retry was refused
+            except OSError as exc:  # a timeout or reset (Store.write_if's contract): it may have landed
+                unsure = exc
+            except Exception:
+                self._in_flight = False  # any other error is a definite failure (Store.write_if's contract)
+                raise
+            try:
+                latest, latest_token = read_raw(self.store, key)
+            except Exception as exc:
+                raise CommitOutcomeUnknown(
+                    f"dataset {key!r}: could not confirm whether the commit landed ({unsure or exc}); "
+                    "its parts were kept. Read the dataset to see which version is live."
+                ) from exc
+            if latest is not None and txn in latest.txns:
+                self._in_flight = False
+                return latest if latest.txn == txn else candidate  # ours landed; others may have built on it
+            if unsure is not None and latest_token == token:
+                # Nothing visible changed: our request may still be in flight. Retrying with
+                # the same expected token is safe (at most one of the two can land).
+                unanswered += 1
+                if unanswered > _UNANSWERED_RETRIES or backoff.expired():
+                    raise CommitOutcomeUnknown(
+                        f"dataset {key!r}: the store did not confirm the commit ({unsure}); its parts were kept. "
+                        "Read the dataset to see which version is live."
+                    ) from unsure
+            else:
+                self._in_flight = False  # the token moved on without our commit: it can never land
+                if is_tombstone(latest):
+                    raise CommitConflict(
+                        f"dataset {key!r} was deleted while this write ran; nothing was committed, write again"
+                    )
+                if self.exclusive and latest_token is not None:
+                    raise AlreadyExists(f"dataset {key!r} was created by another writer meanwhile")
+                if latest is None and latest_token is not None and not self.pending.overwrite:
+                    raise ManifestCorrupted(
+                        f"dataset {key!r}: its manifest became unreadable while this write ran; "
+                        "overwrite the dataset to repair it",
+                        reason="unreadable after conflict",
+                    )
+                if not _same_lineage(current, latest):
+                    self._check_parts_exist()
+                current, token = latest, latest_token
+            if backoff.expired():
+                raise CommitConflict(
+                    f"dataset {key!r}: gave up committing after {self.options.commit_timeout:g} s; "
+                    "other writers keep committing to it (raise commit_timeout to wait longer)"
+                )
+            backoff.pause()
+
+    def _candidate(self, new: DatasetManifest, current: DatasetManifest | None, token: str | None) -> DatasetManifest:
+        if current is not None:
+            version = current.version + 1
+            previous = current.txns or ((current.txn,) if current.txn else ())
+        else:
+            # No readable live manifest. If there was one (it is corrupt, or was deleted by hand
+            # while copies of older versions remain), it was newer than every copy: skip its number too.
+            copied = max(_version_copies(self.store, self.key), default=0)
+            version = copied + 2 if token is not None or copied else 1
+            previous = ()
+        return replace(
+            new,
+            version=version,
+            obsolete=self._obsolete(new, current),
+            txn=self.txn,
+            txns=(self.txn, *previous)[:TXN_WINDOW],
+        )
+
+    def _check_parts_exist(self) -> None:
+        """Raise if any of this write's parts vanished (a racing delete took them)."""
+        attempted = self.created
+        if not attempted:
+            return
+        if self.store.supports(Capability.LIST):
+            present = {f.path for f in self.store.list_files(self.key)}
+            missing = [p for p in attempted if p not in present]
+        else:
+            missing = [p for p in attempted if not self.store.exists(p)]
+        if missing:
+            raise CommitConflict(
+                f"dataset {self.key!r} was deleted or replaced while this write ran, and {len(missing)} of its "
+                f"parts went with it (first: {missing[0]!r}); nothing was committed, write again"
+            )
+
+    def _obsolete(self, new: DatasetManifest, current: DatasetManifest | None) -> tuple[str, ...]:
+        """Files no retained version needs once ``new`` replaces ``current``.
+
+        What ``current`` inherited as obsolete is filtered: a reserved name or a
+        path outside the dataset is never deletable, whatever storage says.
+        """
+        if current is None:
+            return ()
+        keep = set(new.parts)
+        inherited = [p for p in current.obsolete if _deletable(p)]
+        retain = self.options.retain_versions
+        if retain is None:
+            return tuple(p for p in inherited if p not in keep)
+        if retain == 1:
+            return tuple(p for p in dict.fromkeys([*inherited, *current.parts]) if p not in keep and _deletable(p))
+        # Versions current.version - retain + 2 .. current.version stay; one drops out.
+        dropped_version = current.version + 1 - retain
+        retained = [current]
+        for v in range(max(dropped_version + 1, 1), current.version):
+            old = read_version_copy(self.store, self.key, v)
+            if old is not None:
+                retained.append(old)
+        for m in retained:
+            keep.update(m.parts)
+        doomed = list(inherited)
+        if dropped_version >= 1:
+            dropped = read_version_copy(self.store, self.key, dropped_version)
+            if dropped is not None:
+                doomed += [p for p in dropped.parts if _deletable(p)]
+            doomed.append(version_path(dropped_version))  # the one reserved name a commit itself drops
+        return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
+
+    def _finish(self, committed: DatasetManifest) -> None:
+        """``_SUCCESS``, then the obsolete files: manifest copies before data files,
+        so a crash in between never leaves a listed version without its files.
+        Files inside a dataset nested in this one's folder are never deleted."""
+        key = self.key
+        self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
+        live = set(committed.parts)
+        copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
+        data = [p for p in committed.obsolete if p not in copies and p not in live and _deletable(p)]
+        delete_quietly(self.store, (f"{key}/{p}" for p in copies))
+        delete_quietly(self.store, (f"{key}/{p}" for p in _outside_nested(self.store, key, data)))
+
+    # ------------------------------------------------------------------ abandon
+
+    def abandon(self) -> None:
+        """Delete the parts this transaction created, never one a live or retained version lists,
+        and release its ``_claim`` if it held one and the dataset still has no manifest (so a
+        failed first write leaves the key absent, not "incomplete"). Never raises for a file it
+        cannot delete (vacuum removes leftovers)."""
+        key = self.key
+        try:
+            listed = _listed_paths(self.store, key)
+        except Exception as exc:
+            log.warning("dataset %r: could not read its versions; its parts were kept (%s)", key, exc)
+            return
+        prefix = key + "/"
+        own = [
+            p
+            for p in dict.fromkeys(self.created)
+            if p.startswith(prefix) and not is_reserved(p[len(prefix) :]) and p[len(prefix) :] not in listed
+        ]
+        delete_quietly(self.store, own)
+        if self.pending.spec_names:
+            try:
+                if not self.store.exists(f"{key}/{MANIFEST_NAME}"):
+                    delete_quietly(self.store, [f"{key}/{CLAIM_NAME}"])
+            except Exception as exc:  # cleanup must not hide the real outcome
+                log.warning("could not release the claim of %r: %s", key, exc)
+
+
+def _claim(store: Store, key: str, txn: str) -> bool:
+    """Win the right to write Spec-named parts for a new dataset.
+
+    Only one writer ever holds a key's claim, so two writers creating the same
+    dataset can never write over each other's ``data.parquet``. The claim stays
+    until the dataset is deleted; a writer that finds it taken uses unique names.
+    """
+    try:
+        store.write_if(f"{key}/{CLAIM_NAME}", txn.encode(), expected=None)
+        return True
+    except CommitConflict:
+        return False
+
+
+def _listed_paths(store: Store, key: str) -> set[str]:
+    """Every part the live version or a retained ``_versions/`` copy lists."""
+    live, _token = read_raw(store, key)
+    listed = set(live.parts) if live is not None else set()
+    for number in _version_copies(store, key):
+        old = read_version_copy(store, key, number)
+        if old is not None:
+            listed.update(old.parts)
+    return listed
+
+
+def _deletable(relative: str) -> bool:
+    """Whether a path from a manifest's ``obsolete`` list may be deleted at all."""
+    if not relative or relative.startswith("/") or is_reserved(relative):
+        return False
+    segments = relative.split("/")
+    return all(s not in ("", ".", "..") for s in segments) and segments[-1] not in (MANIFEST_NAME, SUCCESS_NAME)
+
+
+def _outside_nested(store: Store, key: str, paths: Sequence[str]) -> list[str]:
+    """``paths`` (relative) minus those inside a folder that holds another dataset's manifest."""
+    nested: dict[str, bool] = {}
+
+    def in_nested(relative: str) -> bool:
+        segments = relative.split("/")[:-1]
+        for depth in range(1, len(segments) + 1):
+            folder = "/".join(segments[:depth])
+            if folder not in nested:
+                nested[folder] = store.exists(f"{key}/{folder}/{MANIFEST_NAME}")
+            if nested[folder]:
+                return True
+        return False
+
+    return [p for p in paths if not in_nested(p)]
+
+
+def _same_lineage(base: DatasetManifest | None, latest: DatasetManifest | None) -> bool:
+    """Whether ``latest`` was built on top of ``base`` (so nothing deleted the dataset in between)."""
+    if base is None or latest is None or base.txn is None:
+        return False
+    return base.txn in latest.txns

@@ -144,7 +144,7 @@ def _merge_into(
 
     rewrite = [e for e in rewrite_candidates if e.path in file_matches] if strategy != "insert" else []
     insert_rows = np.flatnonzero(~matched_source) if strategy != "update" else np.array([], dtype=np.int64)
-    updated = int(sum(len(file_matches[e.path][1]) for e in rewrite))
+    updated = int(np.count_nonzero(matched_source)) if rewrite else 0
     if not rewrite and not len(insert_rows):
         return MergeResult(0, 0, (), tuple(current.parts), (), None)
 

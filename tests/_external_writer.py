@@ -6,7 +6,7 @@ Only public names are used: :mod:`dagster_parquet_dataset.dataset.engine` encode
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -50,11 +50,18 @@ def write_external_parts(
     table: pa.Table,
     schema: pa.Schema,
     partition_by: Sequence[str],
-    name: Any,
+    name: Callable[[int], str],
+    written: list[str] | None = None,
 ) -> list[FileEntry]:
-    """``table`` split by partition (one part per partition value), named ``name(index)`` in its folder."""
+    """``table`` split by partition (one part per partition value), named ``name(index)`` in its folder.
+
+    Each part's path (relative to ``key``) is added to ``written`` before the part is written, so a
+    caller can abandon what it started after a failure.
+    """
+    written = [] if written is None else written
     if not partition_by:
-        return [write_part(store, key, name(0), table, schema)]
+        written.append(name(0))
+        return [write_part(store, key, written[-1], table, schema)]
     entries = []
     values = sorted({tuple(r[c] for c in partition_by) for r in table.to_pylist()}, key=repr)
     for index, value in enumerate(values):
@@ -62,8 +69,6 @@ def write_external_parts(
         for col, v in zip(partition_by, value, strict=True):
             cond = pc.equal(table.column(col), pa.scalar(v, table.schema.field(col).type))
             mask = cond if mask is None else pc.and_(mask, cond)
-        folder = partition_folder(partition_by, list(value))
-        entries.append(
-            write_part(store, key, f"{folder}/{name(index)}", table.filter(mask), schema, partition_by, value)
-        )
+        written.append(f"{partition_folder(partition_by, list(value))}/{name(index)}")
+        entries.append(write_part(store, key, written[-1], table.filter(mask), schema, partition_by, value))
     return entries

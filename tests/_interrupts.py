@@ -40,6 +40,14 @@ class InterruptingStore(WrappingStore):
         self.count = 0
         self.fired_on: tuple[str, str] | None = None
 
+    def arm(self, at: int, exc_type: type[BaseException] = KeyboardInterrupt, mode: str = "before") -> None:
+        """Interrupt at call ``at`` counted from now (``0``: never)."""
+        assert mode in MODES, mode
+        with self._lock:
+            self.at, self.exc_type, self.mode = at, exc_type, mode
+            self.count = 0
+            self.fired_on = None
+
     @property
     def fired(self) -> bool:
         return self.fired_on is not None

@@ -197,6 +197,22 @@ def _show(rows: Rows) -> str:
     return "absent" if rows is None else f"{len(rows)} rows (ids {[r[0] for r in rows]})"
 
 
+def _unknown_first_commit(case: Case, wrapped: InterruptingStore, inner: Store, raised: BaseException | None) -> bool:
+    """Whether the interrupt hit a first write's own compare-and-swap and nothing was committed.
+
+    Once the manifest's conditional write may have been sent, its parts must stay until the outcome is
+    known; an interrupt there leaves them with no manifest, which Spec 042 reads as ``DatasetIncomplete``
+    (files but no ``_SUCCESS``: a write did not finish), not as absent. Only that call, and only while
+    no manifest exists, may read so; the later append must still succeed.
+    """
+    return (
+        case.old is None
+        and raised is not None
+        and wrapped.fired_on == ("write_if", f"{KEY}/manifest.json")
+        and not inner.exists(f"{KEY}/manifest.json")
+    )
+
+
 def _one_point(make: Callable[[], Store], case: Case, at: int, exc: type[BaseException], mode: str) -> str | None:
     """Interrupt ``case`` at store call ``at``; ``"done"`` if it completed first, a failure, or ``None``."""
     inner = make()
@@ -215,7 +231,9 @@ def _one_point(make: Callable[[], Store], case: Case, at: int, exc: type[BaseExc
     try:
         rows = _read(inner)
     except DatasetIncomplete as error:
-        return f"{where}: read raised DatasetIncomplete: {error}"
+        if not _unknown_first_commit(case, wrapped, inner, raised):
+            return f"{where}: read raised DatasetIncomplete: {error}"
+        rows = None  # the first commit's outcome could not be learned: its parts stay, nothing was committed
     allowed = [case.new] if raised is None else [case.old, case.new]
     if rows not in allowed:
         return f"{where}: read {_show(rows)}; allowed {' or '.join(_show(a) for a in allowed)}"

@@ -172,13 +172,30 @@ def test_failed_commit_write_never_deletes_a_live_file(store: Store) -> None:
     ds.write_dataset(OLD, "t")
     pending = ds.begin_write("t", overwrite=True)
     ds.append_dataset(OLD, "t")  # lands meanwhile: the overwrite loses its race and gives up
-    live = ds.read_manifest("t").files[0]
+    # The appended part is live but unknown to the version the overwrite began on, so only the
+    # clean-up's own rule (delete what this write created, never a listed file) protects it.
+    live = next(f for f in ds.read_manifest("t").files if f.path != "data.parquet")
     ours = _part(store, f"t/{pending.part_name(0)}", NEW)
     with pytest.raises(Exception, match="gave up committing"):
         ds.commit_write(pending, [live, ours], OLD.schema)
     assert store.exists(f"t/{live.path}")
     assert not store.exists(f"t/{ours.path}")
     assert len(_rows(ds, "t")) == 6
+
+
+def test_commit_write_refuses_a_part_its_base_version_lists(store: Store) -> None:
+    ds = ParquetDatasetStore(store)
+    ds.write_dataset(OLD, "t")
+    pending = ds.begin_write("t", overwrite=True)
+    live = ds.read_manifest("t").files[0]
+    ours = _part(store, f"t/{pending.part_name(0)}", NEW)
+    with pytest.raises(ValueError, match="already listed"):
+        ds.commit_write(pending, [live, ours], OLD.schema)
+    assert ds.read_manifest("t").version == 1
+    assert store.exists(f"t/{live.path}") and store.exists(f"t/{ours.path}")  # refused: nothing touched
+    ds.abandon_write(pending, [ours.path, live.path])
+    assert not store.exists(f"t/{ours.path}") and store.exists(f"t/{live.path}")
+    assert _rows(ds, "t") == [(1, "a"), (2, "b"), (3, "c")]
 
 
 # ------------------------------------------------------------------------- #5: hostile external entries

@@ -245,6 +245,11 @@ def check_write_fits(
     _check_no_dataset_in(store, key, _levels(folders))
 
 
+def _is_hidden_marker(path: str) -> bool:
+    name = path.rpartition("/")[2]
+    return name.startswith(".") and name.endswith(_HIDDEN_SUFFIXES)
+
+
 def missing_dataset_error(key: str, paths: Iterable[str]) -> DatasetIncomplete:
     """The error for reading ``key`` when it has no ``_SUCCESS``, given the store paths under its folder.
 
@@ -256,7 +261,8 @@ def missing_dataset_error(key: str, paths: Iterable[str]) -> DatasetIncomplete:
         dataset (a write of ``key`` did not finish), else ``DatasetNotFound``
         (naming the nested datasets, if any).
     """
-    paths = list(paths)
+    # A ``_claim`` or a lock file alone is a write that stopped before writing any data: nothing to read.
+    paths = [p for p in paths if p != f"{key}/{CLAIM_NAME}" and not _is_hidden_marker(p)]
     own_manifest = f"{key}/{_MANIFEST}"
     nested = sorted(p[: -len(_MANIFEST) - 1] for p in paths if p.endswith("/" + _MANIFEST) and p != own_manifest)
     prefixes = tuple(n + "/" for n in nested)

@@ -115,7 +115,10 @@ def commit_write(
     check_key_fits(options.store, pending.key)
     partition = check_partition_by(partition_by, schema)
     schema = recorded_schema(schema, partition, key=pending.key)
-    entries = check_external_entries(options.store, pending.key, entries, schema, partition, listed=())
+    # An overwrite's parts are new files too: reusing one the live version lists would let the
+    # clean-up of a failed commit, or the next overwrite's obsolete list, delete a live file.
+    listed = pending.current.parts if pending.current is not None else ()
+    entries = check_external_entries(options.store, pending.key, entries, schema, partition, listed=listed)
     operation = "overwrite" if pending.token is not None else "write"
     base = new_manifest(
         options,

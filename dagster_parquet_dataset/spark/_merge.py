@@ -35,7 +35,7 @@ import pyarrow as pa
 from ..dataset import FileEntry, MergePlan, MergeReplanNeeded, MergeResult, ParquetDatasetStore
 from ..errors import AlreadyExists, CommitConflict, DatasetNotFound, NotFound
 from ._append import check_spark_args
-from ._partitioned import Destination, delete_parts, entries_of, write_spark_parts
+from ._parts import Destination, delete_parts, entries_of, write_spark_parts
 from ._read import _Source, _TaskReader
 from ._schema import arrow_schema_to_spark, spark_schema_to_arrow
 from ._write import write_spark_dataset

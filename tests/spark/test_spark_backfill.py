@@ -19,11 +19,11 @@ from dagster_pyspark import PySparkResource
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store
+from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store, Store
 from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
-from dagster_parquet_dataset.spark._write import FAIL_AFTER_PART_PROPERTY
 
 from ..conftest import make_bucket
+from ._faults import FailAfterPartStore
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 RANGE = ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05"]
@@ -46,6 +46,37 @@ def backend(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[RemoteStoreI
     bucket = make_bucket(endpoint)
     io_manager = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint))
     return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint))
+
+
+class _FailingLocalStore(LocalStoreResource):
+    """The local store, with attempt 0 of Spark partition ``fail_partition`` failing after its first part."""
+
+    fail_partition: int
+
+    def get_store(self) -> Store:
+        return FailAfterPartStore(super().get_store(), self.fail_partition)
+
+
+class _FailingS3Store(S3StoreResource):
+    """The S3 store, with attempt 0 of Spark partition ``fail_partition`` failing after its first part."""
+
+    fail_partition: int
+
+    def get_store(self) -> Store:
+        return FailAfterPartStore(super().get_store(), self.fail_partition)
+
+
+def _failing(io_manager: RemoteStoreIOManager, partition: int) -> RemoteStoreIOManager:
+    """``io_manager`` over the same store, wrapped in :class:`FailAfterPartStore`."""
+    store = io_manager.store
+    if isinstance(store, LocalStoreResource):
+        return RemoteStoreIOManager(store=_FailingLocalStore(root=store.root, fail_partition=partition))
+    assert isinstance(store, S3StoreResource)
+    return RemoteStoreIOManager(
+        store=_FailingS3Store(
+            bucket=store.bucket, prefix=store.prefix, endpoint_url=store.endpoint_url, fail_partition=partition
+        )
+    )
 
 
 def _run(assets: list[Any], io_manager: RemoteStoreIOManager, instance: dg.DagsterInstance, **kw: Any) -> Any:
@@ -187,15 +218,12 @@ def test_spark_task_retry_leaves_exactly_one_attempts_rows(
     group = f"backfill-retry-{uuid.uuid4().hex[:8]}"
 
     def make(session: SparkSession, days: list[str]) -> DataFrame:
-        sc = session.sparkContext
-        sc.setJobGroup(group, "backfill task retry test")
-        sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, "1")
+        session.sparkContext.setJobGroup(group, "backfill task retry test")
         return _events(session, days)
 
     try:
-        result = _run([_asset(make)], io_manager, instance)
+        result = _run([_asset(make)], _failing(io_manager, 1), instance)
     finally:
-        spark.sparkContext.setLocalProperty(FAIL_AFTER_PART_PROPERTY, None)  # type: ignore[arg-type]
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert result.success
     assert _failed_tasks(spark, group) == 1  # the retry really happened

@@ -153,7 +153,7 @@ def test_append_rebases_on_a_concurrent_append(spark: SparkSession, datasets: Pa
     pending = datasets.begin_append("c", events(spark, 0, 1).toArrow().schema)  # version 1 is what we plan on
     datasets.append_dataset(events(spark, 50, 60).toArrow(), "c")  # the concurrent append: version 2
 
-    from dagster_parquet_dataset.spark import Destination, entries_of, write_spark_parts
+    from dagster_parquet_dataset.spark._parts import Destination, entries_of, write_spark_parts
 
     written = write_spark_parts(
         events(spark, 60, 100), datasets, [Destination("c")], schema=pending.schema, txn=pending.txn

@@ -2,13 +2,14 @@
 
 The Spark and Dagster layers import dataset internals only from here (or from
 :mod:`dagster_parquet_dataset.dataset`): part encoding and names, statistics of
-a written part, partition helpers, the part check, filter types. Everything
+a written part, partition helpers, the part check, filter types, the row locator of single-run backfills. Everything
 here is safe to pickle to an executor and needs only pyarrow there.
 """
 
 from __future__ import annotations
 
 from ._keys import check_folder_fits
+from ._locate import OUTSIDE, Dimension, RowLocator
 from ._partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
 from ._pruning import DNF, Predicate, discrete_bounds
 from ._read import _check_identity as check_part_identity
@@ -19,8 +20,11 @@ from .manifest import schema_hash
 
 __all__ = [
     "DNF",
+    "OUTSIDE",
+    "Dimension",
     "PartOptions",
     "Predicate",
+    "RowLocator",
     "add_partition_columns",
     "check_columns",
     "check_folder_fits",

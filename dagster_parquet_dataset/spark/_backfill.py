@@ -1,8 +1,9 @@
 """A single-run backfill of a Spark DataFrame: one Spark job writes every partition's parts.
 
 The executors do the splitting: a first ``mapInArrow`` stage tags each row
-with the index of its partition (the run's locator maps the rows of each
-batch; a null or a value outside the run marks the rows with ``-1`` and the
+with the index of its partition (the run's
+:class:`~dagster_parquet_dataset.dataset.engine.RowLocator`, plain data,
+maps the rows of each batch; a null or a value outside the run marks the rows with ``-1`` and the
 reason), the rows are sorted by that index within each Spark partition, and
 the one Spark task writer (:mod:`._task_writer`) writes one part per
 partition a task holds into that partition's dataset folder (staged, then
@@ -27,14 +28,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 
 from ..dagster_io._backfill import Backfill, commit_each
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore, PendingAppend, PendingWrite
-from ..dataset.engine import check_partition_by
+from ..dataset.engine import RowLocator, check_partition_by
 from ._descriptor import first_error
 from ._jobs import collect_rows
 from ._merge import merge_spark_dataset
@@ -55,7 +56,7 @@ ERROR_COLUMN = "__pds_error"
 class _Locate:
     """Appends each row's partition index (and, for a row of no partition, why) to Spark's batches."""
 
-    locator: Any  # an object with ``codes(batch) -> np.ndarray`` raising ValueError/TypeError
+    locator: RowLocator  # plain data: no Dagster object travels to the executors
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -69,12 +70,13 @@ class _Locate:
             yield pa.RecordBatch.from_arrays(columns, names=[*batch.schema.names, GROUP_COLUMN, ERROR_COLUMN])
 
 
-def _tag(df: DataFrame, locator: Any) -> DataFrame:
+def _tag(df: DataFrame, locator: RowLocator) -> DataFrame:
     """``df`` plus each row's partition index (``-1`` for a row of no partition) and the reason."""
     from pyspark.sql.types import LongType, StringType, StructField, StructType
 
+    plain = RowLocator(locator.dimensions, locator.lookup, locator.partition_keys)  # not a Dagster subclass
     fields = [*df.schema.fields, StructField(GROUP_COLUMN, LongType()), StructField(ERROR_COLUMN, StringType())]
-    return df.mapInArrow(_Locate(locator), StructType(fields))
+    return df.mapInArrow(_Locate(plain), StructType(fields))
 
 
 def write_spark_partitions(

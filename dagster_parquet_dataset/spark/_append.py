@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore
 from ._native import resolve_write_mode
-from ._parts import Destination, entries_of, write_spark_parts
+from ._parts import Destination, write_into
 from ._schema import spark_schema_to_arrow
 from ._stores import check_shared_store
 from ._write import WriteMode, abandon, write_parts_of
@@ -100,19 +100,12 @@ def append_spark_dataset(
     target = pending.schema
     if pending.partition_by:
         try:
-            written = write_spark_parts(
-                df,
-                datasets,
-                [Destination(pending.key)],
-                schema=target,
-                partition_by=pending.partition_by,
-                repartition=repartition,
-                txn=pending.txn,
+            entries: list[FileEntry] = write_into(
+                df, datasets, Destination(pending.key), pending.txn, target, pending.partition_by, repartition
             )
         except BaseException:
             abandon(datasets, pending.write)
             raise
-        entries: list[FileEntry] = entries_of(written)
     else:
         ordered = df.select(*[F.col(f"`{n}`") for n in target.names])
         resolved = resolve_write_mode(df.sparkSession, datasets, mode)

@@ -221,6 +221,26 @@ def entries_of(written: WrittenParts) -> list[FileEntry]:
     return [e for i in sorted(written.entries) for e in written.entries[i]]
 
 
+def write_into(
+    df: DataFrame,
+    datasets: ParquetDatasetStore,
+    destination: Destination,
+    txn: str,
+    schema: pa.Schema,
+    partition_by: Sequence[str] = (),
+    repartition: bool = False,
+) -> list[FileEntry]:
+    """:func:`write_spark_parts` to one destination: its parts, in order.
+
+    Raises:
+        as :func:`write_spark_parts`.
+    """
+    written = write_spark_parts(
+        df, datasets, [destination], schema=schema, partition_by=partition_by, repartition=repartition, txn=txn
+    )
+    return entries_of(written)
+
+
 def group_index_column(column: str, values: Mapping[Any, int]) -> Any:
     """A Spark column mapping ``column``'s values to destination indices (null for other values)."""
     from itertools import chain
@@ -280,7 +300,7 @@ def write_staged(
     """
     folder = staging_folder(datasets.store, txn)
     try:
-        entries = entries_of(write_spark_parts(df, datasets, [Destination(key, folder)], schema=schema, txn=txn))
+        entries = write_into(df, datasets, Destination(key, folder), txn, schema)
         return place(datasets.store, key, entries, name) if folder else entries
     finally:
         if folder:

@@ -34,7 +34,7 @@ from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore, PendingWr
 from ..dataset.engine import check_partition_by
 from ..errors import NotFound
 from ._native import native_folder, resolve_write_mode, write_native
-from ._parts import Destination, entries_of, write_spark_parts, write_staged
+from ._parts import Destination, write_into, write_staged
 from ._schema import spark_schema_to_arrow
 from ._stores import check_shared_store, s3a_available, spark_read_uri, spark_uri
 
@@ -165,16 +165,8 @@ def write_spark_dataset(
         entries, stored = write_parts_of(df, datasets, pending, schema, resolved)
         return datasets.commit_write(pending, entries, stored)
     try:
-        written = write_spark_parts(
-            df,
-            datasets,
-            [Destination(pending.key)],
-            schema=schema,
-            partition_by=partition,
-            repartition=repartition,
-            txn=pending.txn,
-        )
+        entries = write_into(df, datasets, Destination(pending.key), pending.txn, schema, partition, repartition)
     except BaseException:
         abandon(datasets, pending)
         raise
-    return datasets.commit_write(pending, entries_of(written), schema, partition_by=partition)
+    return datasets.commit_write(pending, entries, schema, partition_by=partition)

@@ -314,13 +314,16 @@ def _check_option_partition(datasets: ParquetDatasetStore, day: str, count: int,
         assert {p.split("/")[0] for p in manifest.parts} == {"bucket=0", "bucket=1"}
 
 
-@pytest.mark.parametrize("mode", sorted(WRITE_OPTIONS))
-def test_spark_backfill_with_write_options_runs_on_the_executors(
-    spark: SparkSession,
-    backend: tuple[RemoteStoreIOManager, ParquetDatasetStore],
-    instance: dg.DagsterInstance,
-    mode: str,
-) -> None:
+@pytest.fixture(params=sorted(WRITE_OPTIONS))
+def mode(request: pytest.FixtureRequest, spark: SparkSession) -> str:
+    """A write mode of :data:`WRITE_OPTIONS` (with the shared SparkSession started)."""
+    return str(request.param)
+
+
+Backend = tuple[RemoteStoreIOManager, ParquetDatasetStore]
+
+
+def test_spark_backfill_with_write_options_runs_on_the_executors(mode: str, backend: Backend, instance: Any) -> None:
     """Append, merge and partition_by backfills: one run over the range, then the same run again."""
     io_manager, datasets = backend
     asset = _asset(_bucketed, WRITE_OPTIONS[mode])
@@ -340,12 +343,8 @@ def test_spark_backfill_with_write_options_runs_on_the_executors(
     assert not datasets.dataset_exists("sales/2024-01-01") and not datasets.dataset_exists("sales/2024-01-06")
 
 
-@pytest.mark.parametrize("mode", sorted(WRITE_OPTIONS))
 def test_spark_backfill_with_write_options_writes_nothing_for_a_row_outside_the_run(
-    spark: SparkSession,
-    backend: tuple[RemoteStoreIOManager, ParquetDatasetStore],
-    instance: dg.DagsterInstance,
-    mode: str,
+    mode: str, backend: Backend, instance: Any
 ) -> None:
     io_manager, datasets = backend
     tags = {**TAGS, "dagster/asset_partition_range_end": RANGE[1]}

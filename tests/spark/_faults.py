@@ -29,6 +29,12 @@ class FailAfterPartStore(WrappingStore):
         super().__init__(inner)
         self.partition = partition
 
+    def __getattr__(self, name: str) -> object:
+        # Backend-specific methods (e.g. S3Store.check_access) pass through; not during unpickling.
+        if name.startswith("__") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
     @contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
         with super().open_output(path) as sink:

@@ -296,7 +296,7 @@ WRITE_OPTIONS = {
 
 
 def _bucketed(session: SparkSession, days: list[str]) -> DataFrame:
-    return _events(session, days).withColumn("bucket", (F.col("id") % 2).cast("int"))
+    return _events(session, days).withColumn("bucket", (F.floor(F.col("id") / 4) % 2).cast("int"))
 
 
 def _check_option_partition(datasets: ParquetDatasetStore, day: str, count: int, mode: str) -> None:

@@ -96,6 +96,10 @@ class WrappingStore(Store):
     def uri(self, path: str = "") -> str:
         return self.inner.uri(path)
 
+    def rename(self, src: str, dst: str) -> None:
+        self._before("rename", src)
+        self.inner.rename(src, dst)
+
 
 class _CountingReader(io.RawIOBase):
     """Passes reads through to ``source`` and adds their size to ``owner.bytes_read``."""

@@ -39,9 +39,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from dagster import MetadataValue, MultiPartitionsDefinition, TimeWindowPartitionsDefinition
 
+from ..dataset.engine import OUTSIDE, Dimension, RowLocator
 from ..errors import RemoteStoreError
 from .options import WriteOptions
 
@@ -54,11 +54,6 @@ BACKFILL_THREADS = 8
 _EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
 _EPOCH_NAIVE = dt.datetime(1970, 1, 1)
 _US = dt.timedelta(microseconds=1)
-_UNIT_US = {"s": 1_000_000, "ms": 1_000, "us": 1, "ns": None}
-
-#: Codes :meth:`PartitionLocator.codes` gives rows that map to no target.
-_NULL = -2
-_OUTSIDE = -1
 
 R = TypeVar("R")
 
@@ -160,101 +155,8 @@ def _us_since_epoch(moment: dt.datetime) -> tuple[int, int]:
     return (moment - _EPOCH_UTC) // _US, (moment.replace(tzinfo=None) - _EPOCH_NAIVE) // _US
 
 
-@dataclass(frozen=True)
-class _Dimension:
-    """How one column maps to the run's keys of one partitions dimension (picklable, no Dagster objects).
-
-    Attributes:
-        column: the column holding the dimension's value.
-        keys: the run's distinct keys of this dimension; a row's code is an index into it.
-        windows: for time-window partitions, ``(start, end)`` per key as UTC instants and as
-            wall-clock times (microseconds since the epoch): ``(start_i, end_i, start_w, end_w)``.
-    """
-
-    column: str
-    keys: tuple[str, ...]
-    windows: tuple[tuple[int, int, int, int], ...] | None = None
-
-    def codes(self, values: pa.ChunkedArray | pa.Array) -> np.ndarray:
-        """Index into :attr:`keys` per row; ``-1`` for a value of no key, ``-2`` for a null.
-
-        Raises:
-            TypeError: the column's type cannot map to this kind of partition.
-        """
-        if isinstance(values, pa.ChunkedArray):
-            values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
-        if pa.types.is_dictionary(values.type):
-            values = values.dictionary_decode()
-        typ = values.type
-        if self.windows is not None and not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
-            out = self._window_codes(values)
-        else:
-            out = self._key_codes(values)
-        if values.null_count:
-            out[np.asarray(values.is_null())] = _NULL
-        return out
-
-    def _window_codes(self, values: pa.Array) -> np.ndarray:
-        typ = values.type
-        filled = values.fill_null(0) if values.null_count else values
-        if pa.types.is_timestamp(typ):
-            raw = filled.view(pa.int64()).to_numpy()
-            factor = _UNIT_US[typ.unit]
-            moments = raw // 1000 if factor is None else raw * factor
-            instant = typ.tz is not None
-        elif pa.types.is_date32(typ):
-            moments = filled.view(pa.int32()).to_numpy().astype(np.int64) * 86_400_000_000
-            instant = False
-        elif pa.types.is_date64(typ):
-            moments = filled.view(pa.int64()).to_numpy() * 1000
-            instant = False
-        else:
-            raise TypeError(
-                f"column {self.column!r} is {typ}, but time-window partitions map a date, datetime or timestamp "
-                "(or the partition key as a string) to the window that contains it"
-            )
-        assert self.windows is not None
-        bounds = np.array(self.windows, dtype=np.int64).reshape(-1, 4)
-        starts, ends = (bounds[:, 0], bounds[:, 1]) if instant else (bounds[:, 2], bounds[:, 3])
-        order = np.argsort(starts, kind="stable")
-        sorted_starts, sorted_ends = starts[order], ends[order]
-        pos = np.searchsorted(sorted_starts, moments, side="right") - 1
-        safe = np.clip(pos, 0, len(order) - 1)
-        inside = (pos >= 0) & (moments < sorted_ends[safe])
-        return np.where(inside, order[safe], _OUTSIDE).astype(np.int64)
-
-    def _key_codes(self, values: pa.Array) -> np.ndarray:
-        typ = values.type
-        key_set = pa.array(self.keys, pa.string())
-        if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ):
-            # Arrow's string form of an integer is Python's str() of it.
-            found = pc.index_in(values.cast(pa.string()), value_set=key_set)
-            return found.fill_null(_OUTSIDE).to_numpy(zero_copy_only=False).astype(np.int64)
-        # Other types: str() of each distinct value, in Python (partition columns have few distinct values).
-        distinct = pc.unique(values)
-        index = {k: i for i, k in enumerate(self.keys)}
-        lookup = np.array(
-            [_OUTSIDE if v is None else index.get(str(v), _OUTSIDE) for v in distinct.to_pylist()] or [_OUTSIDE],
-            dtype=np.int64,
-        )
-        where = pc.index_in(values, value_set=distinct).fill_null(0).to_numpy(zero_copy_only=False)
-        return lookup[where]
-
-
-@dataclass(frozen=True)
-class PartitionLocator:
-    """Maps rows to the run's partition keys (picklable, so Spark tasks run it too).
-
-    Attributes:
-        dimensions: one per partitions dimension (sorted by name for multi-partitions).
-        lookup: combined dimension codes (mixed radix, first dimension most significant) ->
-            index of the run's partition key, ``-1`` for a combination the run does not cover.
-        partition_keys: the run's partition keys, in order; a row's target is an index into it.
-    """
-
-    dimensions: tuple[_Dimension, ...]
-    lookup: tuple[int, ...]
-    partition_keys: tuple[str, ...]
+class PartitionLocator(RowLocator):
+    """A :class:`~dagster_parquet_dataset.dataset.engine.RowLocator` built from Dagster partitions definitions."""
 
     @classmethod
     def build(
@@ -273,76 +175,22 @@ class PartitionLocator:
             index = {tuple(kd[d.name] for d in defs): i for i, kd in enumerate(by_dim)}
             lookup = []
             for combo in np.ndindex(*(len(d.keys) for d in dims)):
-                lookup.append(index.get(tuple(d.keys[c] for d, c in zip(dims, combo, strict=True)), _OUTSIDE))
+                lookup.append(index.get(tuple(d.keys[c] for d, c in zip(dims, combo, strict=True)), OUTSIDE))
             return cls(tuple(dims), tuple(lookup), tuple(keys))
         assert isinstance(partition_expr, str)
         dim = _dimension(partition_expr, partitions_def, keys)
         return cls((dim,), tuple(range(len(keys))), tuple(keys))
 
-    @property
-    def columns(self) -> list[str]:
-        """The columns the locator reads."""
-        return [d.column for d in self.dimensions]
 
-    def codes(self, data: pa.Table | pa.RecordBatch) -> np.ndarray:
-        """The index of each row's partition key in :attr:`partition_keys`.
-
-        Raises:
-            ValueError: a column is missing, or a row's value is null or maps to no key
-                of the run (the message names the value, the column and the run's keys).
-            TypeError: a column's type cannot map to its kind of partition.
-        """
-        names = data.schema.names
-        total = np.zeros(data.num_rows, dtype=np.int64)
-        for dim in self.dimensions:
-            if dim.column not in names:
-                raise ValueError(
-                    f"the {PARTITION_EXPR_KEY} column {dim.column!r} is not in the output; its columns are {names}"
-                )
-            codes = dim.codes(data.column(dim.column))
-            bad = np.flatnonzero(codes < 0)
-            if bad.size:
-                self._raise_bad(data, dim, int(bad[0]), int(codes[bad[0]]))
-            total = total * len(dim.keys) + codes
-        targets = np.asarray(self.lookup, dtype=np.int64)[total] if len(self.dimensions) > 1 else total
-        outside = np.flatnonzero(targets < 0)
-        if outside.size:
-            row = int(outside[0])
-            values = ", ".join(f"{d.column}={data.column(d.column)[row].as_py()!r}" for d in self.dimensions)
-            raise ValueError(
-                f"row {row} ({values}) maps to a partition this run does not cover; the run covers "
-                f"{self._describe_keys(self.partition_keys)}. Nothing was written."
-            )
-        return targets
-
-    def _raise_bad(self, data: pa.Table | pa.RecordBatch, dim: _Dimension, row: int, code: int) -> None:
-        if code == _NULL:
-            raise ValueError(
-                f"row {row} has a null in the {PARTITION_EXPR_KEY} column {dim.column!r}; every row needs a "
-                f"value of one of this run's partitions ({self._describe_keys(dim.keys)}). Nothing was written."
-            )
-        value = data.column(dim.column)[row].as_py()
-        raise ValueError(
-            f"row {row} has {dim.column}={value!r} in the {PARTITION_EXPR_KEY} column {dim.column!r}, which is "
-            f"in no partition of this run ({self._describe_keys(dim.keys)}). Nothing was written."
-        )
-
-    @staticmethod
-    def _describe_keys(keys: Sequence[str]) -> str:
-        if len(keys) <= 6:
-            return ", ".join(map(repr, keys))
-        return f"{len(keys)} keys: {keys[0]!r}, {keys[1]!r}, ..., {keys[-1]!r}"
-
-
-def _dimension(column: str, partitions_def: Any, keys: Sequence[str]) -> _Dimension:
+def _dimension(column: str, partitions_def: Any, keys: Sequence[str]) -> Dimension:
     if isinstance(partitions_def, TimeWindowPartitionsDefinition):
         windows = []
         for key in keys:
             window = partitions_def.time_window_for_partition_key(key)
             windows.append((*_us_since_epoch(window.start), *_us_since_epoch(window.end)))
         # Reorder as (start_instant, end_instant, start_wall, end_wall).
-        return _Dimension(column, tuple(keys), tuple((s, e, sw, ew) for s, sw, e, ew in windows))
-    return _Dimension(column, tuple(keys))
+        return Dimension(column, tuple(keys), tuple((s, e, sw, ew) for s, sw, e, ew in windows))
+    return Dimension(column, tuple(keys))
 
 
 # ------------------------------------------------------------------ splitting

@@ -2,8 +2,9 @@
 
 The Spark and Dagster layers import dataset internals only from here (or from
 :mod:`dagster_parquet_dataset.dataset`): part encoding and names, statistics of
-a written part, partition helpers, the part check, filter types, part names, and
-the one retry policy of commits and re-plans (:class:`Backoff`, :func:`retry_replans`). Everything
+a written part, partition helpers, the part check, filter types, part names, the
+row locator of single-run backfills, and the one retry policy of commits and
+re-plans (:class:`Backoff`, :func:`retry_replans`). Everything
 here is safe to pickle to an executor and needs only pyarrow there.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from ._filters import DNF, Predicate, discrete_bounds
 from ._keys import check_folder_fits
 from ._layout import is_spec_name, part_name, single_name
+from ._locate import OUTSIDE, Dimension, RowLocator
 from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
 from ._read import check_columns
@@ -23,11 +25,14 @@ from .manifest import schema_hash
 
 __all__ = [
     "DNF",
+    "OUTSIDE",
     "Backoff",
+    "Dimension",
     "PartCheck",
     "PartOptions",
     "PartsVanished",
     "Predicate",
+    "RowLocator",
     "add_partition_columns",
     "check_columns",
     "check_folder_fits",

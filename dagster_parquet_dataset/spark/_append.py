@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore
-from ._partitioned import Destination, entries_of, write_spark_parts
+from ._native import resolve_write_mode
+from ._parts import Destination, write_into
 from ._schema import spark_schema_to_arrow
-from ._write import WriteMode, _SparkWrite, check_shared_store, resolve_write_mode
+from ._stores import check_shared_store
+from ._write import WriteMode, abandon, write_parts_of
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -97,25 +99,17 @@ def append_spark_dataset(
     )
     target = pending.schema
     if pending.partition_by:
-        written = write_spark_parts(
-            df,
-            datasets,
-            [Destination(pending.key)],
-            schema=target,
-            partition_by=pending.partition_by,
-            repartition=repartition,
-            txn=pending.txn,
-        )
-        entries: list[FileEntry] = entries_of(written)
+        try:
+            entries: list[FileEntry] = write_into(
+                df, datasets, Destination(pending.key), pending.txn, target, pending.partition_by, repartition
+            )
+        except BaseException:
+            abandon(datasets, pending.write)
+            raise
     else:
         ordered = df.select(*[F.col(f"`{n}`") for n in target.names])
         resolved = resolve_write_mode(df.sparkSession, datasets, mode)
         if resolved == "native" and not spark_schema_to_arrow(ordered.schema).equals(target):
             resolved = "arrow"  # Spark's writer would not convert to the dataset's types
-        write = _SparkWrite(ordered, datasets, pending.write, target)
-        try:
-            entries = (write.native() if resolved == "native" else write.arrow()).entries
-        except BaseException:
-            write.cleanup()
-            raise
+        entries = write_parts_of(ordered, datasets, pending.write, target, resolved)[0]
     return datasets.commit_append(pending, entries)

@@ -1,189 +1,113 @@
 """A single-run backfill of a Spark DataFrame: one Spark job writes every partition's parts.
 
-The executors do the splitting (``DataFrame.mapInArrow``): each task buffers
-up to about one row group of its rows, locates each row's partition with the
-IO manager's :class:`~dagster_parquet_dataset.dagster_io._backfill.PartitionLocator`
-(pure pyarrow, pickled to the tasks), and writes one Parquet part per
-partition it holds into that partition's dataset folder (staged under
-``_spark_staging-<txn>/`` on a ``LocalStore``). Only one small descriptor row
-per part comes back to the driver, which keeps one attempt per Spark
-partition (retried or speculative attempts are dropped and their files
-deleted), then commits the N manifests in parallel threads through the dataset
-layer's ``begin_write`` / ``commit_write``.
+The executors do the splitting: a first ``mapInArrow`` stage tags each row
+with the index of its partition (the run's
+:class:`~dagster_parquet_dataset.dataset.engine.RowLocator`, plain data,
+maps the rows of each batch; a null or a value outside the run marks the rows with ``-1`` and the
+reason), the rows are sorted by that index within each Spark partition, and
+the one Spark task writer (:mod:`._task_writer`) writes one part per
+partition a task holds into that partition's dataset folder (staged, then
+renamed, on a store that renames). Only one small descriptor row per part
+comes back to the driver, which keeps one attempt per Spark partition, then
+commits the N manifests in parallel threads through the dataset layer's
+``begin_write`` / ``commit_write``.
 
-A row whose partition value is null or outside the run makes its task return an
-error row instead of parts; the driver then deletes everything the job wrote
-and raises ``ValueError``: no partition changes.
+Every ``write_mode`` works this way: an overwrite (optionally with
+``partition_by`` folders) and an append write all partitions' parts in that
+one job, then commit each partition (``commit_write`` / ``commit_append``);
+a merge checks every row's partition in one job first, then merges each
+partition's rows on the executors (:func:`~._merge.merge_spark_dataset`).
+
+A row that maps to no partition of the run makes its task return an error
+row instead of parts; the driver then deletes everything the job wrote and
+raises ``ValueError``: no partition changes.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 
-from ..dagster_io._backfill import Backfill, PartitionLocator, commit_each, group_rows
-from ..dataset._write import PartOptions, encode_part
-from ..dataset.manifest import DatasetManifest, FileEntry
-from ..dataset.store import ParquetDatasetStore, PendingWrite
-from ..storage.base import Store
-from ..storage.local import LocalStore
+from ..dagster_io._backfill import Backfill, commit_each
+from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore, PendingAppend, PendingWrite
+from ..dataset.engine import RowLocator, check_partition_by
+from ._descriptor import first_error
+from ._jobs import collect_rows
+from ._merge import merge_spark_dataset
+from ._parts import GROUP_COLUMN, drop_staging, place, staging_folder, write_spark_parts
 from ._schema import spark_schema_to_arrow
-from ._write import (
-    _GROUP_BYTES,
-    _GROUP_ROWS,
-    _STAGING,
-    FAIL_AFTER_PART_PROPERTY,
-    _conform,
-    _InjectedTaskFailure,
-    _keep_one_attempt,
-    _regroup,
-    _SparkWrite,
-    check_shared_store,
-)
+from ._stores import check_shared_store
+from ._task_writer import Destination
+from ._write import abandon
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: What each backfill task returns per part it wrote (or one row with ``error`` set).
-#: Parts a task encodes at once (one per partition it holds).
-_TASK_THREADS = 4
-
-_DESCRIPTOR_DDL = (
-    "target int, partition int, chunk int, task_attempt long, attempt int, path string, row_count long, "
-    "size_bytes long, stats string, error string"
-)
-_DESCRIPTOR_SCHEMA = pa.schema(
-    [
-        ("target", pa.int32()),
-        ("partition", pa.int32()),
-        ("chunk", pa.int32()),
-        ("task_attempt", pa.int64()),
-        ("attempt", pa.int32()),
-        ("path", pa.string()),
-        ("row_count", pa.int64()),
-        ("size_bytes", pa.int64()),
-        ("stats", pa.string()),
-        ("error", pa.string()),
-    ]
-)
+#: Name of the column holding why a row maps to no partition (internal; never stored).
+ERROR_COLUMN = "__pds_error"
 
 
-@dataclass
-class _BackfillTaskWriter:
-    """The function ``mapInArrow`` runs on the executors (pickled with the store and the locator)."""
+@dataclass(frozen=True)
+class _Locate:
+    """Appends each row's partition index (and, for a row of no partition, why) to Spark's batches."""
 
-    store: Store
-    locator: PartitionLocator
-    keys: tuple[str, ...]  # dataset key per target
-    folders: tuple[str, ...]  # dataset-relative folder of the task files per target ("" or staging)
-    txns: tuple[str, ...]  # the pending write's token per target
-    schema: pa.Schema
-    compression: str
-    row_group_size: int | None
-    max_rows_per_file: int | None
+    locator: RowLocator  # plain data: no Dagster object travels to the executors
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        if ctx is None:  # pragma: no cover - mapInArrow always runs in a task
-            raise RuntimeError("the Spark backfill function must run inside a Spark task")
-        self._task = (ctx.partitionId(), ctx.attemptNumber(), ctx.taskAttemptId())
-        fail_partition = ctx.getLocalProperty(FAIL_AFTER_PART_PROPERTY)
-        self._fail = fail_partition is not None and fail_partition == str(self._task[0]) and self._task[1] == 0
-        self._chunk = 0
-        held: list[pa.RecordBatch] = []
-        rows = size = 0
-        for batch in _conform(batches, self.schema):
-            held.append(batch)
-            rows += batch.num_rows
-            size += batch.nbytes
-            if rows >= _GROUP_ROWS or size >= _GROUP_BYTES:
-                yield from self._flush(held)
-                if self._chunk < 0:
-                    return
-                held, rows, size = [], 0, 0
-        if held:
-            yield from self._flush(held)
-
-    def _flush(self, held: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        """Write the buffered rows: one part per partition they hold (split by ``max_rows_per_file``)."""
-        partition, attempt, task = self._task
-        table = pa.Table.from_batches(held, self.schema)
-        try:
-            codes = self.locator.codes(table)
-        except (ValueError, TypeError) as exc:
-            self._chunk = -1  # stop: the driver discards the whole job's output
-            yield self._descriptor({"error": f"{type(exc).__name__}: {exc}"})
-            return
-        options = PartOptions(self.compression, self.row_group_size)
-        group = self.row_group_size or _GROUP_ROWS
-        jobs: list[tuple[int, int, str, pa.Table]] = []
-        for target, rows in enumerate(group_rows(table, codes, len(self.keys))):
-            limit = self.max_rows_per_file or max(rows.num_rows, 1)
-            for start in range(0, rows.num_rows, limit):
-                name = (
-                    f"{self.folders[target]}part-{partition:05d}-{self._chunk:05d}-{self.txns[target]}-t{task}.parquet"
-                )
-                jobs.append((target, self._chunk, name, rows.slice(start, limit)))
-                self._chunk += 1
-
-        def encode(job: tuple[int, int, str, pa.Table]) -> FileEntry:
-            target, _chunk, name, piece = job
-            return encode_part(
-                self.store,
-                f"{self.keys[target]}/{name}",
-                name,
-                self.schema,
-                _regroup(iter(piece.to_batches()), self.schema, group),
-                options,
-            )
-
-        # The partitions' parts are encoded a few at a time (pyarrow releases the GIL while encoding and writing).
-        with ThreadPoolExecutor(max_workers=_TASK_THREADS, thread_name_prefix="pds-backfill-task") as pool:
-            for (target, chunk, name, _piece), entry in zip(jobs, pool.map(encode, jobs), strict=True):
-                yield self._descriptor(
-                    {
-                        "target": target,
-                        "chunk": chunk,
-                        "path": entry.path,
-                        "row_count": entry.row_count,
-                        "size_bytes": entry.size_bytes,
-                        "stats": json.dumps(entry.stats) if getattr(entry, "stats", None) else None,
-                    }
-                )
-                if self._fail:
-                    raise _InjectedTaskFailure(
-                        f"test knob {FAIL_AFTER_PART_PROPERTY}: attempt 0 of partition {partition} fails after "
-                        f"writing {name}"
-                    )
-
-    def _descriptor(self, values: dict[str, object]) -> pa.RecordBatch:
-        partition, attempt, task = self._task
-        row = {"partition": partition, "task_attempt": task, "attempt": attempt, "chunk": 0, **values}
-        return pa.RecordBatch.from_pylist([row], schema=_DESCRIPTOR_SCHEMA)
+        for batch in batches:
+            error = None
+            try:
+                codes = self.locator.codes(batch)
+            except (ValueError, TypeError) as exc:
+                codes = np.full(batch.num_rows, -1, dtype=np.int64)
+                error = f"{type(exc).__name__}: {exc}"
+            columns = [*batch.columns, pa.array(codes, pa.int64()), pa.array([error] * batch.num_rows, pa.string())]
+            yield pa.RecordBatch.from_arrays(columns, names=[*batch.schema.names, GROUP_COLUMN, ERROR_COLUMN])
 
 
-def write_spark_partitions(df: DataFrame, datasets: ParquetDatasetStore, backfill: Backfill) -> list[DatasetManifest]:
-    """Write ``df`` split by ``backfill``'s partitions: one Spark job, then one commit per partition.
+def _tag(df: DataFrame, locator: RowLocator) -> DataFrame:
+    """``df`` plus each row's partition index (``-1`` for a row of no partition) and the reason."""
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
 
-    Each partition's dataset is overwritten (``backfill.run_id`` and the
-    target's metadata in its manifest); a partition with no rows gets an empty
-    dataset with the DataFrame's schema. ``datasets``' ``compression``,
-    ``row_group_size`` and ``max_rows_per_file`` apply. The DataFrame is
-    computed once.
+    plain = RowLocator(locator.dimensions, locator.lookup, locator.partition_keys)  # not a Dagster subclass
+    fields = [*df.schema.fields, StructField(GROUP_COLUMN, LongType()), StructField(ERROR_COLUMN, StringType())]
+    return df.mapInArrow(_Locate(plain), StructType(fields))
+
+
+def write_spark_partitions(
+    df: DataFrame, datasets: ParquetDatasetStore, backfill: Backfill, *, repartition: bool = False
+) -> list[DatasetManifest]:
+    """Write ``df`` split by ``backfill``'s partitions with its write options, on the executors.
+
+    ``overwrite`` (the default): each partition's dataset is replaced
+    (``backfill.run_id`` and the target's metadata in its manifest); a
+    partition with no rows gets an empty dataset with the DataFrame's schema.
+    ``append``: each partition's rows are appended (a partition with no rows
+    gets an append of nothing). Both write every partition in one Spark job,
+    with ``partition_by`` folders if asked. ``merge``: one job checks every
+    row's partition, then each partition's rows are merged into its dataset.
+    ``datasets``' ``compression``, ``row_group_size`` and ``max_rows_per_file``
+    apply; nothing data-sized comes back to the driver.
+
+    Args:
+        df: the rows of every partition of the run.
+        datasets: the dataset store (reachable from the executors).
+        backfill: the run's partitions, locator and write options.
+        repartition: with ``partition_by``, repartition the rows by the partition and
+            partition columns first (few, large files per folder).
 
     Returns:
-        The committed manifest per target, in order.
+        The committed manifest per target, in order (for a merge, the manifest after it).
 
     Raises:
         ValueError: a row's partition value is null or in no partition of the run
-            (the message names value and column); nothing is committed and the
+            (the message names value and column), or (append) the partitions'
+            datasets differ in schema or partitioning; nothing is committed and the
             parts the job wrote are deleted.
         TypeError: a column cannot be stored, or the partition column's type cannot
             map to its kind of partition.
@@ -199,66 +123,71 @@ def write_spark_partitions(df: DataFrame, datasets: ParquetDatasetStore, backfil
                 f"{backfill.what}: the partition_expr column {column!r} is not in the output; "
                 f"its columns are {schema.names}"
             )
+    tagged = _tag(df, backfill.locator)
+    if backfill.options.write_mode == "merge":
+        return _merge_each(tagged, datasets, backfill, repartition)
     targets = backfill.targets
     threads = max(1, min(backfill.threads, len(targets)))
+    appending = backfill.options.write_mode == "append"
 
-    def begin(i: int) -> PendingWrite:
+    def begin(i: int) -> PendingWrite | PendingAppend:
         t = targets[i]
+        if appending:
+            return datasets.begin_append(
+                t.dataset_key,
+                schema,
+                run_id=backfill.run_id,
+                metadata=t.metadata,
+                partition_by=backfill.options.partition_by,
+                allow_new_columns=backfill.options.allow_new_columns,
+            )
         return datasets.begin_write(t.dataset_key, overwrite=True, run_id=backfill.run_id, metadata=t.metadata)
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pds-backfill") as pool:
         pendings = list(pool.map(begin, range(len(targets))))
-    writes = [_SparkWrite(df, datasets, p, schema) for p in pendings]
-    renames = isinstance(datasets.store, LocalStore)
-    writer = _BackfillTaskWriter(
-        store=datasets.store,
-        locator=backfill.locator,
-        keys=tuple(p.key for p in pendings),
-        folders=tuple(f"{_STAGING}{p.txn}/" if renames else "" for p in pendings),
-        txns=tuple(p.txn for p in pendings),
-        schema=schema,
-        compression=datasets.compression,
-        row_group_size=datasets.row_group_size,
-        max_rows_per_file=datasets.max_rows_per_file,
-    )
+    writes = [p.write if isinstance(p, PendingAppend) else p for p in pendings]
     try:
-        rows = [r.asDict() for r in df.mapInArrow(writer, _DESCRIPTOR_DDL).collect()]
-        errors = [r["error"] for r in rows if r["error"] is not None]
-        if errors:
-            message = str(errors[0])
-            kind, _, text = message.partition(": ")
-            raise (TypeError if kind == "TypeError" else ValueError)(f"{backfill.what}: {text}")
-        kept = _keep_one_attempt(rows)
-        entries: list[list[FileEntry]] = [[] for _ in targets]
-        for r in kept:
-            entries[int(r["target"])].append(  # type: ignore[call-overload]
-                FileEntry(
-                    str(r["path"]),
-                    int(r["row_count"]),  # type: ignore[call-overload]
-                    int(r["size_bytes"]),  # type: ignore[call-overload]
-                    stats=json.loads(str(r["stats"])) if r["stats"] else None,
-                )
-            )
+        stored, partition = _layout(pendings, schema, backfill)
+        renames = not appending and not partition
+        folders = [staging_folder(datasets.store, w.txn) if renames else "" for w in writes]
+        written = write_spark_parts(
+            tagged,
+            datasets,
+            [Destination(w.key, f) for w, f in zip(writes, folders, strict=True)],
+            schema=stored,
+            group_column=GROUP_COLUMN,
+            error_column=ERROR_COLUMN,
+            partition_by=partition,
+            repartition=repartition,
+        )
 
-        def place(i: int) -> list[FileEntry]:
-            write = writes[i]
-            if renames:
-                placed = write._place(entries[i])
-                write._drop_staging()
-                return placed
-            write._delete_other_attempts({e.path for e in entries[i]})
-            return entries[i]
+        def put(i: int) -> list[FileEntry]:
+            entries = written.entries.get(i, [])
+            if not folders[i]:
+                return entries
+            try:
+                return place(datasets.store, writes[i].key, entries, writes[i].part_name)
+            finally:
+                drop_staging(datasets.store, writes[i].key, writes[i].txn)
 
         with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pds-backfill") as pool:
-            placed = list(pool.map(place, range(len(targets))))
+            placed = list(pool.map(put, range(len(targets))))
+    except (ValueError, TypeError) as exc:
+        for w in writes:
+            abandon(datasets, w)
+        raise type(exc)(f"{backfill.what}: {exc}") from None
     except BaseException:
-        for write in writes:
-            write.cleanup()
+        for w in writes:
+            abandon(datasets, w)
         raise
     committed: set[int] = set()
 
     def commit(i: int) -> DatasetManifest:
-        manifest = datasets.commit_write(pendings[i], placed[i], schema)
+        pending = pendings[i]
+        if isinstance(pending, PendingAppend):
+            manifest = datasets.commit_append(pending, placed[i])
+        else:
+            manifest = datasets.commit_write(pending, placed[i], stored, partition_by=partition or None)
         committed.add(i)
         return manifest
 
@@ -267,6 +196,69 @@ def write_spark_partitions(df: DataFrame, datasets: ParquetDatasetStore, backfil
     except BaseException:
         # Partitions whose commit failed or never started: their parts are in no manifest.
         for i in set(range(len(targets))) - committed:
+            abandon(datasets, writes[i])
             for entry in placed[i]:
-                datasets.store.delete(f"{pendings[i].key}/{entry.path}", missing_ok=True)
+                datasets.store.delete(f"{writes[i].key}/{entry.path}", missing_ok=True)
         raise
+
+
+def _layout(
+    pendings: list[PendingWrite | PendingAppend], schema: pa.Schema, backfill: Backfill
+) -> tuple[pa.Schema, tuple[str, ...]]:
+    """The stored schema and partition columns every partition's parts share.
+
+    Raises:
+        ValueError: an append's partitions' datasets differ in schema or partitioning
+            (one Spark job writes them all with one schema), or a bad ``partition_by``.
+    """
+    if not all(isinstance(p, PendingAppend) for p in pendings):
+        by = backfill.options.partition_by
+        return schema, check_partition_by(by, schema) if by else ()
+    appends = [p for p in pendings if isinstance(p, PendingAppend)]
+    first = appends[0]
+    for other, target in zip(appends, backfill.targets, strict=True):
+        if not other.schema.equals(first.schema) or other.partition_by != first.partition_by:
+            raise ValueError(
+                f"partition {target.partition_key!r} has the schema {other.schema} partitioned by "
+                f"{list(other.partition_by)}, but partition {backfill.targets[0].partition_key!r} has "
+                f"{first.schema} partitioned by {list(first.partition_by)}; a single-run append writes every "
+                "partition with one schema. Nothing was written."
+            )
+    return first.schema, first.partition_by
+
+
+def _merge_each(
+    tagged: DataFrame, datasets: ParquetDatasetStore, backfill: Backfill, repartition: bool
+) -> list[DatasetManifest]:
+    """Check every row's partition (one job), then merge each partition's rows into its dataset.
+
+    Raises:
+        ValueError / TypeError: a row maps to no partition of the run; nothing is written.
+        BackfillIncomplete: some partitions merged and others failed.
+    """
+    from pyspark.sql import functions as F
+
+    bad = collect_rows(tagged.where(F.col(GROUP_COLUMN) < 0).select(ERROR_COLUMN).limit(1))
+    error = first_error([{"error": r[ERROR_COLUMN]} for r in bad])
+    if error is not None:
+        raise type(error)(f"{backfill.what}: {error}")
+    options = backfill.options
+    columns = [c for c in tagged.columns if c not in (GROUP_COLUMN, ERROR_COLUMN)]
+
+    def merge(i: int) -> DatasetManifest:
+        target = backfill.targets[i]
+        rows = tagged.where(F.col(GROUP_COLUMN) == i).select(*[F.col(f"`{c}`") for c in columns])
+        merge_spark_dataset(
+            rows,
+            datasets,
+            target.dataset_key,
+            key_columns=list(options.key_columns or ()),
+            strategy=options.merge_strategy,
+            partition_by=options.partition_by,
+            run_id=backfill.run_id,
+            metadata=target.metadata,
+            repartition=repartition,
+        )
+        return datasets.read_manifest(target.dataset_key)
+
+    return commit_each([t.partition_key for t in backfill.targets], merge, backfill.threads, backfill.what)

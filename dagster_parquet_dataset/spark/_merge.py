@@ -35,7 +35,7 @@ import pyarrow as pa
 from ..dataset import FileEntry, MergePlan, MergeReplanNeeded, MergeResult, ParquetDatasetStore
 from ..errors import AlreadyExists, CommitConflict, DatasetNotFound, NotFound
 from ._append import check_spark_args
-from ._partitioned import Destination, delete_parts, entries_of, write_spark_parts
+from ._parts import Destination, delete_parts, entries_of, write_into, write_spark_parts
 from ._read import _Source, _TaskReader
 from ._schema import arrow_schema_to_spark, spark_schema_to_arrow
 from ._write import write_spark_dataset
@@ -334,16 +334,7 @@ def _merge_once(df: DataFrame, datasets: ParquetDatasetStore, plan: MergePlan, r
             inserts = changes
             if matched is not None and per_file:
                 inserts = changes.join(matched.select(*[_col(k) for k in keys]), keys, "left_anti")
-            parts = write_spark_parts(
-                inserts,
-                datasets,
-                [Destination(plan.key)],
-                schema=schema,
-                partition_by=partition,
-                repartition=repartition,
-                txn=plan.txn,
-            )
-            new_entries = entries_of(parts)
+            new_entries = write_into(inserts, datasets, Destination(plan.key), plan.txn, schema, partition, repartition)
             inserted = sum(e.row_count or 0 for e in new_entries)
             written += new_entries
     except BaseException:

@@ -26,11 +26,10 @@ or a manifest says the dataset was written from one.
   repartitions the rows by the partition columns. No data row is collected
   to the driver.
 * Single-run backfill (an output over several partition keys, split by
-  ``partition_expr``) with the default ``write_mode``:
+  ``partition_expr``), with any ``write_mode`` and ``partition_by``:
   :meth:`SparkDataFrameHandler.write_partitions`, one Spark job whose tasks
   write each partition's parts, then one commit per partition on the driver
-  (``spark/_backfill.py``). Other write modes are refused for backfills of
-  Spark DataFrames (launch one run per partition).
+  (``spark/_backfill.py``; a merge merges each partition on the executors).
 
 The datasets are ordinary datasets: an input annotated ``pandas.DataFrame`` or
 ``pyarrow.Table`` loads a Spark-written one, and a Spark input loads one
@@ -130,26 +129,20 @@ class SparkDataFrameHandler(TypeHandler):
         obj: Any,
         backfill: Backfill,
     ) -> list[Any]:
-        """A single-run backfill: with the default ``write_mode`` (overwrite, no ``partition_by``)
-        the executors split and write every partition in one Spark job and the driver commits
-        each partition (:func:`~dagster_parquet_dataset.spark._backfill.write_spark_partitions`).
-        Other write modes (append, merge, ``partition_by``) are refused before anything is
-        written: they would need one executor-side write per partition, which is not built yet.
+        """A single-run backfill: the executors split and write every partition in one Spark job
+        with the output's write options (overwrite or append, with or without ``partition_by``;
+        a merge checks the rows' partitions in one job, then merges each partition on the
+        executors), and the driver commits each partition
+        (:func:`~dagster_parquet_dataset.spark._backfill.write_spark_partitions`).
 
         Raises:
-            NotImplementedError: a write mode other than the default; nothing is written.
             ValueError: a row's partition value is null or in no partition of the run; nothing is committed.
+            TypeError: a bad ``spark_repartition``, or a column that cannot be stored.
             BackfillIncomplete: some partitions committed and others failed.
         """
-        if not backfill.options.is_default:
-            raise NotImplementedError(
-                f"{backfill.what}: a single-run backfill of a Spark DataFrame supports the default write mode "
-                "only (overwrite, no partition_by); with write_mode append/merge or partition_by, launch one "
-                "run per partition. Nothing was written."
-            )
         from ._backfill import write_spark_partitions
 
-        return list(write_spark_partitions(obj, datasets, backfill))
+        return list(write_spark_partitions(obj, datasets, backfill, repartition=_repartition_option(context)))
 
     def write_with_options(
         self,

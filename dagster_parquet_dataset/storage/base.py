@@ -31,6 +31,8 @@ class Capability(enum.Enum):
     """Compare-and-swap writes (:meth:`Store.write_if`)."""
     LIST = "list"
     """Objects under a folder can be listed."""
+    RENAME = "rename"
+    """An object can be moved to a new key atomically, never replacing another (:meth:`Store.rename`)."""
 
 
 @dataclass(frozen=True)
@@ -215,3 +217,16 @@ class Store(abc.ABC):
                 filesystem (the default for backends that do not override this).
         """
         raise CapabilityNotSupported(f"{type(self).__name__} cannot be read through a pyarrow filesystem")
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move the object at ``src`` to ``dst`` atomically; an object already at ``dst`` is never replaced.
+
+        Only backends with :attr:`Capability.RENAME` implement it (a local disk, memory);
+        on object stores a rename is a full copy, so they do not offer it.
+
+        Raises:
+            CapabilityNotSupported: the backend cannot rename (the default).
+            NotFound: no object at ``src``.
+            AlreadyExists: an object is already at ``dst``; nothing is moved.
+        """
+        raise CapabilityNotSupported(f"{type(self).__name__} cannot rename objects")

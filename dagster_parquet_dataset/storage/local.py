@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import CommitConflict, NotFound
+from ..errors import AlreadyExists, CommitConflict, NotFound
 from .base import Capability, FileInfo, Store, validate_key
 
 _TMP_SUFFIX = ".tmp"
@@ -264,3 +264,28 @@ class LocalStore(Store):
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         """pyarrow's ``LocalFileSystem`` and the store's root folder (see :meth:`Store.arrow_filesystem`)."""
         return pafs.LocalFileSystem(), self.root.replace(os.sep, "/")
+
+    def rename(self, src: str, dst: str) -> None:
+        """A hard link at ``dst`` (which fails if ``dst`` exists), then ``src`` unlinked; folders fsynced if durable.
+
+        Raises:
+            NotFound: no file at ``src``.
+            AlreadyExists: a file is already at ``dst``; nothing is moved.
+        """
+        source, target = self._path(src), self._path(dst)
+        if not os.path.isfile(source):
+            raise NotFound(f"no file {src!r} under {self.root!r}")
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        try:
+            os.link(source, target)
+        except FileExistsError:
+            raise AlreadyExists(
+                f"cannot rename {src!r} to {dst!r}: {dst!r} already exists under {self.root!r}"
+            ) from None
+        except FileNotFoundError:
+            raise NotFound(f"no file {src!r} under {self.root!r}") from None
+        os.unlink(source)
+        if self.durable:
+            _fsync_path(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
+            if os.path.dirname(source) != os.path.dirname(target):
+                _fsync_path(os.path.dirname(source), os.O_RDONLY | os.O_DIRECTORY)

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import CommitConflict, NotFound
+from ..errors import AlreadyExists, CommitConflict, NotFound
 from .base import Capability, FileInfo, Store, validate_key
 
 
@@ -132,6 +132,22 @@ class MemoryStore(Store):
         can deadlock against the GIL in threaded scans. Use it from one thread; the package's scans never
         read through it (they copy their parts into a native in-memory filesystem when created)."""
         return pafs.PyFileSystem(_MemoryHandler(self)), ""
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move the object under the store's lock.
+
+        Raises:
+            NotFound: no object at ``src``.
+            AlreadyExists: an object is already at ``dst``; nothing is moved.
+        """
+        validate_key(src, what="path")
+        validate_key(dst, what="path")
+        with self._lock:
+            if src not in self._objects:
+                raise NotFound(f"no object at {src!r} in {self!r}")
+            if dst in self._objects:
+                raise AlreadyExists(f"cannot rename {src!r} to {dst!r}: {dst!r} already exists in {self!r}")
+            self._objects[dst] = self._objects.pop(src)
 
 
 class _MemoryHandler(pafs.FileSystemHandler):

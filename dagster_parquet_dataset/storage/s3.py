@@ -79,7 +79,7 @@ class S3Store(Store):
             secret, a secret without its key, a session token without both).
     """
 
-    capabilities = frozenset(Capability)
+    capabilities = frozenset(Capability) - {Capability.RENAME}  # a rename on S3 is a full copy
     #: S3 object keys are at most 1024 bytes; an instance with a prefix allows that much less.
     max_key_bytes = 1024
 

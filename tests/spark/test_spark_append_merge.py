@@ -27,9 +27,9 @@ from dagster_parquet_dataset.spark import (
     merge_spark_dataset,
     write_spark_dataset,
 )
-from dagster_parquet_dataset.spark._write import FAIL_AFTER_PART_PROPERTY
 from dagster_parquet_dataset.spark.handler import SparkDataFrameHandler
 
+from ._faults import FailAfterPartStore
 from .test_spark_io import _failed_tasks
 
 MARKERS = {"manifest.json", "_SUCCESS", "_claim"}
@@ -153,7 +153,7 @@ def test_append_rebases_on_a_concurrent_append(spark: SparkSession, datasets: Pa
     pending = datasets.begin_append("c", events(spark, 0, 1).toArrow().schema)  # version 1 is what we plan on
     datasets.append_dataset(events(spark, 50, 60).toArrow(), "c")  # the concurrent append: version 2
 
-    from dagster_parquet_dataset.spark._partitioned import Destination, entries_of, write_spark_parts
+    from dagster_parquet_dataset.spark._parts import Destination, entries_of, write_spark_parts
 
     written = write_spark_parts(
         events(spark, 60, 100), datasets, [Destination("c")], schema=pending.schema, txn=pending.txn
@@ -172,11 +172,10 @@ def test_task_retry_during_append_leaves_one_attempts_rows(
     sc = spark.sparkContext
     group = f"retry-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group, "append retry")
-    sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, "0")
+    failing = ParquetDatasetStore(FailAfterPartStore(datasets.store, partition=0), max_rows_per_file=7)
     try:
-        manifest = append_spark_dataset(events(spark, 10, 90), datasets, "r", mode="arrow")
+        manifest = append_spark_dataset(events(spark, 10, 90), failing, "r", mode="arrow")
     finally:
-        sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, None)  # type: ignore[arg-type]
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert _failed_tasks(spark, group) == 1
     assert sorted(datasets.read_dataset("r").column("id").to_pylist()) == list(range(90))

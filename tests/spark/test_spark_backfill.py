@@ -19,11 +19,11 @@ from dagster_pyspark import PySparkResource
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store
+from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store, Store
 from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
-from dagster_parquet_dataset.spark._write import FAIL_AFTER_PART_PROPERTY
 
 from ..conftest import make_bucket
+from ._faults import FailAfterPartStore
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 RANGE = ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05"]
@@ -46,6 +46,37 @@ def backend(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[RemoteStoreI
     bucket = make_bucket(endpoint)
     io_manager = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint))
     return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint))
+
+
+class _FailingLocalStore(LocalStoreResource):
+    """The local store, with attempt 0 of Spark partition ``fail_partition`` failing after its first part."""
+
+    fail_partition: int
+
+    def get_store(self) -> Store:
+        return FailAfterPartStore(super().get_store(), self.fail_partition)
+
+
+class _FailingS3Store(S3StoreResource):
+    """The S3 store, with attempt 0 of Spark partition ``fail_partition`` failing after its first part."""
+
+    fail_partition: int
+
+    def get_store(self) -> Store:
+        return FailAfterPartStore(super().get_store(), self.fail_partition)
+
+
+def _failing(io_manager: RemoteStoreIOManager, partition: int) -> RemoteStoreIOManager:
+    """``io_manager`` over the same store, wrapped in :class:`FailAfterPartStore`."""
+    store = io_manager.store
+    if isinstance(store, LocalStoreResource):
+        return RemoteStoreIOManager(store=_FailingLocalStore(root=store.root, fail_partition=partition))
+    assert isinstance(store, S3StoreResource)
+    return RemoteStoreIOManager(
+        store=_FailingS3Store(
+            bucket=store.bucket, prefix=store.prefix, endpoint_url=store.endpoint_url, fail_partition=partition
+        )
+    )
 
 
 def _run(assets: list[Any], io_manager: RemoteStoreIOManager, instance: dg.DagsterInstance, **kw: Any) -> Any:
@@ -187,15 +218,12 @@ def test_spark_task_retry_leaves_exactly_one_attempts_rows(
     group = f"backfill-retry-{uuid.uuid4().hex[:8]}"
 
     def make(session: SparkSession, days: list[str]) -> DataFrame:
-        sc = session.sparkContext
-        sc.setJobGroup(group, "backfill task retry test")
-        sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, "1")
+        session.sparkContext.setJobGroup(group, "backfill task retry test")
         return _events(session, days)
 
     try:
-        result = _run([_asset(make)], io_manager, instance)
+        result = _run([_asset(make)], _failing(io_manager, 1), instance)
     finally:
-        spark.sparkContext.setLocalProperty(FAIL_AFTER_PART_PROPERTY, None)  # type: ignore[arg-type]
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert result.success
     assert _failed_tasks(spark, group) == 1  # the retry really happened
@@ -203,7 +231,7 @@ def test_spark_task_retry_leaves_exactly_one_attempts_rows(
         _check_partition(datasets, day, 25)  # every row exactly once, the failed attempt's part is gone
 
 
-def test_spark_downstream_reads_the_range_and_append_mode_is_refused(
+def test_spark_downstream_reads_the_range_and_append_mode_appends(
     spark: SparkSession, backend: tuple[RemoteStoreIOManager, ParquetDatasetStore], instance: dg.DagsterInstance
 ) -> None:
     io_manager, datasets = backend
@@ -217,13 +245,11 @@ def test_spark_downstream_reads_the_range_and_append_mode_is_refused(
     assert _run([_asset(_events), totals], io_manager, instance).success
     assert seen == {"rows": 100, "days": RANGE}
 
-    # Append (and merge, partition_by) backfills of a Spark DataFrame are refused before anything is
-    # written: they would otherwise collect the DataFrame to the driver.
+    # An append backfill of a Spark DataFrame runs on the executors too: every partition gets its rows once more.
     appended = _asset(_events, {"partition_expr": "day", "write_mode": "append"})
-    with pytest.raises(NotImplementedError, match="launch one run per partition"):
-        _run([appended], io_manager, instance)
+    assert _run([appended], io_manager, instance).success
     for day in RANGE:
-        assert datasets.read_manifest(f"sales/{day}").row_count == 25
+        assert datasets.read_manifest(f"sales/{day}").row_count == 50
 
 
 def test_spark_multi_partitions(
@@ -257,3 +283,125 @@ def test_spark_multi_partitions(
     assert datasets.read_dataset("sales/2024-01-01/eu").column("value").to_pylist() == ["a"]
     assert sorted(datasets.read_dataset("sales/2024-01-02/us").column("value").to_pylist()) == ["b", "c"]
     assert datasets.read_dataset("sales/2024-01-01/us").num_rows == 0
+
+
+# ------------------------------------------------------------- append, merge and partition_by backfills
+
+WRITE_OPTIONS = {
+    "append": {"partition_expr": "day", "write_mode": "append"},
+    "merge": {"partition_expr": "day", "write_mode": "merge", "key_columns": ["id"]},
+    "partition_by": {"partition_expr": "day", "partition_by": ["bucket"]},
+    "append_partition_by": {"partition_expr": "day", "write_mode": "append", "partition_by": ["bucket"]},
+}
+
+
+def _bucketed(session: SparkSession, days: list[str]) -> DataFrame:
+    return _events(session, days).withColumn("bucket", (F.floor(F.col("id") / 4) % 2).cast("int"))
+
+
+def _check_option_partition(datasets: ParquetDatasetStore, day: str, count: int, mode: str) -> None:
+    table = datasets.read_dataset(f"sales/{day}")
+    assert table.num_rows == count
+    assert set(table.column("day").to_pylist()) == {dt.date.fromisoformat(day)}
+    values = table.column("value").to_pylist()
+    assert all(v.startswith(day + "#") for v in values)
+    copies = 2 if mode.startswith("append") else 1  # an append adds the rows again; the others replace them
+    assert len(values) == copies * len(set(values))
+    manifest = datasets.read_manifest(f"sales/{day}")
+    assert _files(datasets, f"sales/{day}") - MARKERS == set(manifest.parts)  # no staging, no stray attempts
+    if "partition_by" in mode:
+        assert manifest.partition_by == ("bucket",)
+        assert {p.split("/")[0] for p in manifest.parts} == {"bucket=0", "bucket=1"}
+
+
+@pytest.fixture(params=sorted(WRITE_OPTIONS))
+def mode(request: pytest.FixtureRequest, spark: SparkSession) -> str:
+    """A write mode of :data:`WRITE_OPTIONS` (with the shared SparkSession started)."""
+    return str(request.param)
+
+
+Backend = tuple[RemoteStoreIOManager, ParquetDatasetStore]
+
+
+def test_spark_backfill_with_write_options_runs_on_the_executors(mode: str, backend: Backend, instance: Any) -> None:
+    """Append, merge and partition_by backfills: one run over the range, then the same run again."""
+    io_manager, datasets = backend
+    asset = _asset(_bucketed, WRITE_OPTIONS[mode])
+    assert _run([asset], io_manager, instance).success
+    for day in RANGE:
+        _check_option_partition(datasets, day, 25, "first")
+    versions = {d: datasets.read_manifest(f"sales/{d}").version for d in RANGE}
+
+    assert _run([asset], io_manager, instance).success  # the same run again
+    for day in RANGE:
+        _check_option_partition(datasets, day, 50 if mode.startswith("append") else 25, mode)
+    if mode == "merge":  # upserting the same rows: same rows, by key
+        for day in RANGE:
+            ids = datasets.read_dataset(f"sales/{day}").column("id").to_pylist()
+            assert len(ids) == len(set(ids)) == 25
+    assert all(datasets.read_manifest(f"sales/{d}").version >= versions[d] for d in RANGE)
+    assert not datasets.dataset_exists("sales/2024-01-01") and not datasets.dataset_exists("sales/2024-01-06")
+
+
+def test_spark_backfill_with_write_options_writes_nothing_for_a_row_outside_the_run(
+    mode: str, backend: Backend, instance: Any
+) -> None:
+    io_manager, datasets = backend
+    tags = {**TAGS, "dagster/asset_partition_range_end": RANGE[1]}
+    assert _run([_asset(_bucketed, WRITE_OPTIONS[mode])], io_manager, instance, tags=tags).success
+    before = {d: datasets.read_manifest(f"sales/{d}") for d in RANGE[:2]}
+
+    def make(session: SparkSession, days: list[str]) -> DataFrame:
+        return _bucketed(session, days).withColumn(
+            "day", F.expr("CASE WHEN id = 37 THEN DATE'2024-01-09' ELSE day END")
+        )
+
+    result = _run([_asset(make, WRITE_OPTIONS[mode])], io_manager, instance, raise_on_error=False)
+    assert not result.success
+    error = result.failure_data_for_node("sales").error
+    cause = error.cause or error
+    assert "ValueError" in cause.cls_name and "'day'" in cause.message and "2024, 1, 9" in cause.message
+    for day in RANGE[:2]:
+        manifest = datasets.read_manifest(f"sales/{day}")
+        assert (manifest.version, manifest.parts) == (before[day].version, before[day].parts)
+        assert _files(datasets, f"sales/{day}") - MARKERS == set(manifest.parts)
+    for day in RANGE[2:]:
+        assert not datasets.dataset_exists(f"sales/{day}")
+        assert _files(datasets, f"sales/{day}") == set()
+
+
+def test_spark_backfill_append_and_partition_by_keep_driver_rss_flat(
+    spark: SparkSession, tmp_path: Any, instance: dg.DagsterInstance
+) -> None:
+    """5M rows over the run's 4 days, appended and written into partition_by folders: the driver's RSS stays flat."""
+    from .test_spark_append_merge import _PeakRss
+
+    root = os.path.join(tmp_path, "store")
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    datasets = ParquetDatasetStore(LocalStore(root))
+    days = F.array(*[F.lit(d) for d in RANGE])
+
+    def make(rows: int) -> Any:
+        def build(session: SparkSession, _days: list[str]) -> DataFrame:
+            return session.range(0, rows, 1, 4).select(
+                "id",
+                F.to_date(F.element_at(days, (F.col("id") % len(RANGE) + 1).cast("int"))).alias("day"),
+                (F.col("id") % 2).cast("int").alias("bucket"),
+                F.sha1(F.col("id").cast("string")).alias("h"),
+            )
+
+        return build
+
+    def clear() -> None:
+        for day in RANGE:
+            if datasets.dataset_exists(f"sales/{day}"):
+                datasets.delete_dataset(f"sales/{day}")
+
+    for mode in ("append", "append_partition_by"):
+        clear()
+        assert _run([_asset(make(1000), WRITE_OPTIONS[mode])], io_manager, instance).success  # warm: imports, caches
+        clear()
+        with _PeakRss() as rss:
+            assert _run([_asset(make(5_000_000), WRITE_OPTIONS[mode])], io_manager, instance).success
+        assert sum(datasets.read_manifest(f"sales/{d}").row_count for d in RANGE) == 5_000_000
+        assert rss.growth_mb <= 64, f"{mode}: driver RSS grew by {rss.growth_mb:.0f} MB"

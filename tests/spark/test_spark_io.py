@@ -24,13 +24,15 @@ from dagster_parquet_dataset import (
     AlreadyExists,
     CapabilityNotSupported,
     DatasetIncomplete,
+    DatasetNotFound,
     LocalStore,
     MemoryStore,
     ParquetDatasetStore,
     S3Store,
 )
 from dagster_parquet_dataset.spark import read_spark_dataset, spark_schema_to_arrow, write_spark_dataset
-from dagster_parquet_dataset.spark._write import FAIL_AFTER_PART_PROPERTY
+
+from ._faults import FailAfterPartStore
 
 MARKERS = {"manifest.json", "_SUCCESS", "_claim"}
 WRITE_MODES = ["native", "arrow"]
@@ -244,21 +246,19 @@ def test_task_that_fails_after_writing_a_part_is_retried_without_duplicates(
     """A real Spark task retry (the session is ``local[2,2]``: one retry per task).
 
     Attempt 0 of partition 0 publishes its part to the store and then fails
-    (the test-only ``FAIL_AFTER_PART_PROPERTY`` local property); Spark runs
+    (the wrapping :class:`FailAfterPartStore` raises); Spark runs
     attempt 1, which writes its own part. Only the successful attempt may be
     committed, and the failed attempt's file must be gone.
     """
     store = LocalStore(os.path.join(tmp_path, "r")) if backend == "local" else request.getfixturevalue("s3_store")
-    datasets = ParquetDatasetStore(store, max_rows_per_file=4)
+    datasets = ParquetDatasetStore(FailAfterPartStore(store, partition=0), max_rows_per_file=4)
     df = spark.range(40).repartition(3)
     sc = spark.sparkContext
     group = f"retry-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group, "task retry test")
-    sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, "0")
     try:
         manifest = write_spark_dataset(df, datasets, "retry", mode="arrow")
     finally:
-        sc.setLocalProperty(FAIL_AFTER_PART_PROPERTY, None)  # type: ignore[arg-type]
         sc.setLocalProperty("spark.jobGroup.id", None)  # type: ignore[arg-type]
     assert _failed_tasks(spark, group) == 1  # the retry really happened
     ids = datasets.read_dataset("retry").column("id").to_pylist()
@@ -268,24 +268,40 @@ def test_task_that_fails_after_writing_a_part_is_retried_without_duplicates(
 
 
 def test_failed_job_leaves_no_dataset_and_no_files(spark: SparkSession, local: ParquetDatasetStore) -> None:
+    """Partition 1 writes its part; partition 0 fails (twice) only once that part is on disk.
+
+    The driver waits for the failed job's tasks to stop before it cleans up, then abandons the write:
+    no file and no ``_claim`` stay behind, and the key reads as absent.
+    """
+    root = local.store.root
+
     @F.udf("long")
     def fail_in_partition_0(x: int) -> int:
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
         if ctx is not None and ctx.partitionId() == 0:
-            time.sleep(0.3)  # let partition 1 write its part first
+            key = ctx.getLocalProperty("test.key")
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not any(
+                name.endswith(".parquet") for _d, _s, names in os.walk(os.path.join(root, key)) for name in names
+            ):
+                time.sleep(0.01)  # waits for a condition (partition 1's part on disk), not for time to pass
             raise ValueError("boom in partition 0")
         return x
 
     df = spark.range(0, 20, 1, 2).select(fail_in_partition_0("id").alias("id"))
     for mode in WRITE_MODES:
-        with pytest.raises(Exception, match="boom in partition 0"):
-            write_spark_dataset(df, local, f"failed-{mode}", mode=mode)
+        spark.sparkContext.setLocalProperty("test.key", f"failed-{mode}")
+        try:
+            with pytest.raises(Exception, match="boom in partition 0"):
+                write_spark_dataset(df, local, f"failed-{mode}", mode=mode)
+        finally:
+            spark.sparkContext.setLocalProperty("test.key", None)  # type: ignore[arg-type]
         assert not local.dataset_exists(f"failed-{mode}")
-        assert visible_files(local.store, f"failed-{mode}") <= {"_claim"}
-        # Only the new dataset's claim is left (the dataset layer keeps it); readers are told the write failed.
-        with pytest.raises(DatasetIncomplete, match="did not finish"):
+        assert visible_files(local.store, f"failed-{mode}") == set()
+        # The failed first write released its claim: readers are told there is no dataset.
+        with pytest.raises(DatasetNotFound):
             read_spark_dataset(spark, local, f"failed-{mode}")
 
 

@@ -14,7 +14,7 @@ from ._format import age_seconds, human_age, human_bytes, human_count, plural, t
 from ._head import cmd_head
 from ._maintenance import cmd_compact, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
-from ._targets import has_partitions, list_under, not_found
+from ._targets import has_partitions, list_under, not_found, require_dataset
 
 
 def _total_bytes(manifest: DatasetManifest) -> int | None:
@@ -192,7 +192,7 @@ def _describe_sizes(count: int, distribution: dict[str, int] | None) -> str:
 
 
 def cmd_history(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    versions = ds.history(args.key)
+    versions = ds.history(require_dataset(ds, args.key))
     documents = [_summary(m) for m in versions]
     rows = [
         [
@@ -229,6 +229,7 @@ def _sum(values: list[int | None]) -> int | None:
 
 
 def cmd_plan(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
+    require_dataset(ds, args.key)
     terms = parsed_filters(args, ds, args.key)
     plan = ds.plan_read(args.key, filters=terms or None, version=args.dataset_version)
     selected, pruned = plan.selected, plan.pruned

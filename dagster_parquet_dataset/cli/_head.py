@@ -10,7 +10,7 @@ from ._errors import UsageError
 from ._format import plural, table
 from ._maintenance import parsed_filters
 from ._output import OK, emit
-from ._targets import is_dataset, not_found
+from ._targets import require_dataset
 
 _MAX_CELL = 60
 
@@ -18,9 +18,7 @@ _MAX_CELL = 60
 def cmd_head(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     if args.n < 0:
         raise UsageError(f"-n must be 0 or more, got {args.n}")
-    key = args.key.strip("/")
-    if not is_dataset(ds, key):
-        raise not_found(ds, key)
+    key = require_dataset(ds, args.key)
     terms = parsed_filters(args, ds, key)
     columns = _columns(args.columns)
     scan = ds.scan_dataset(key, columns=columns, filters=terms or None, version=args.dataset_version)

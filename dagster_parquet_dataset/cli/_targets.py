@@ -71,6 +71,18 @@ def is_dataset(ds: ParquetDatasetStore, key: str) -> bool:
     return ds.store.exists(f"{key.strip('/')}/{_MANIFEST}")
 
 
+def require_dataset(ds: ParquetDatasetStore, key: str) -> str:
+    """``key`` without surrounding slashes, if it is a dataset.
+
+    Raises:
+        KeyNotFound: no manifest at ``key`` (the message suggests close keys).
+    """
+    key = key.strip("/")
+    if not is_dataset(ds, key):
+        raise not_found(ds, key)
+    return key
+
+
 def expand(ds: ParquetDatasetStore, key: str) -> list[str]:
     """The dataset keys ``key`` names: itself if it is a dataset, else every dataset under it.
 

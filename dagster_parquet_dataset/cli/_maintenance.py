@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from ..dataset import CompactResult, ParquetDatasetStore, VerifyReport
-from ._bulk import run_each
+from ._bulk import Outcome, run_each
 from ._errors import UsageError
 from ._filters import describe_filter, parse_filter
 from ._format import human_bytes, human_count, human_duration, one_line, parse_duration, parse_size, plural, table
@@ -163,13 +163,28 @@ def cmd_vacuum(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
         emit(args, document, text)
         return OK
     outcomes = run_each(keys, vacuum, description=f"vacuum {plural(len(keys), 'dataset')}", quiet=args.json)
-    lines = [_vacuum_line(o.result, verb) if o.result else f"FAIL  {o.key}: {o.error}" for o in outcomes]
+    # Datasets with nothing to delete get no line of their own (a year of partitions is 365 lines), only a count.
+    lines = [_vacuum_line(o.result, verb) if o.result else f"FAIL  {o.key}: {o.error}" for o in outcomes if _busy(o)]
     deleted = sum(len(o.result["deleted"]) for o in outcomes if o.result)
     failed = sum(1 for o in outcomes if o.error)
-    lines.append(f"{plural(len(keys), 'dataset')}: {verb} {plural(deleted, 'file')}, {plural(failed, 'failure')}")
+    lines.append(
+        f"{plural(len(keys), 'dataset')}: {verb} {plural(deleted, 'file')}{_idle(outcomes)}, "
+        f"{plural(failed, 'failure')}"
+    )
     documents = [o.result or {"key": o.key, "error": o.error} for o in outcomes]
     emit(args, {"ok": not failed, "dry_run": args.dry_run, "datasets": documents}, "\n".join(lines))
     return PROBLEMS if failed else OK
+
+
+def _busy(outcome: Outcome[dict[str, Any]]) -> bool:
+    """Whether a dataset's outcome is worth a line: it failed, or it deleted (or rewrote) files."""
+    result = outcome.result
+    return result is None or bool(result.get("deleted") or result.get("files_read"))
+
+
+def _idle(outcomes: list[Outcome[dict[str, Any]]]) -> str:
+    idle = sum(1 for o in outcomes if not _busy(o))
+    return f" ({idle:,} with nothing to do)" if idle else ""
 
 
 def _vacuum_line(document: dict[str, Any], verb: str) -> str:
@@ -214,14 +229,14 @@ def cmd_compact(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
         emit(args, document, _compact_line(document))
         return OK
     outcomes = run_each(keys, compact, description=f"compact {plural(len(keys), 'dataset')}", quiet=args.json)
-    lines = [_compact_line(o.result) if o.result else f"FAIL  {o.key}: {o.error}" for o in outcomes]
+    lines = [_compact_line(o.result) if o.result else f"FAIL  {o.key}: {o.error}" for o in outcomes if _busy(o)]
     read = sum(o.result["files_read"] for o in outcomes if o.result)
     written = sum(o.result["files_written"] for o in outcomes if o.result)
     failed = sum(1 for o in outcomes if o.error)
     verb = "would rewrite" if args.dry_run else "rewrote"
     lines.append(
-        f"{plural(len(keys), 'dataset')}: {verb} {plural(read, 'file')} as {plural(written, 'file')}, "
-        f"{plural(failed, 'failure')}"
+        f"{plural(len(keys), 'dataset')}: {verb} {plural(read, 'file')} as {plural(written, 'file')}"
+        f"{_idle(outcomes)}, {plural(failed, 'failure')}"
     )
     documents = [o.result or {"key": o.key, "error": o.error} for o in outcomes]
     emit(args, {"ok": not failed, "dry_run": args.dry_run, "datasets": documents}, "\n".join(lines))
@@ -253,10 +268,10 @@ def _compact_line(d: dict[str, Any]) -> str:
     if d["dry_run"]:
         # The new files hold the same rows, so their size is about the size read, spread over the new files.
         each = min(target, d["bytes_before"] // max(1, d["files_written"]))
-        size = f"of about {human_bytes(each)}" + (" each" if d["files_written"] != 1 else "")
+        size = f"at most about {human_bytes(each)}" + (" each" if d["files_written"] != 1 else "")
         return (
             f"{key}: would rewrite {read}, {human_count(d['rows'])} rows) as "
-            f"{plural(d['files_written'], 'file')} {size}"
+            f"{plural(d['files_written'], 'file')} ({size})"
         )
     return (
         f"{key}: rewrote {read}) as {plural(d['files_written'], 'file')} ({human_bytes(d['bytes_after'])}), "

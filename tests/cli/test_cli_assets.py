@@ -199,7 +199,7 @@ def test_compact_and_vacuum_a_prefix_in_one_command(target: Target) -> None:
     human = target.cli("compact", "ops/t", "--dry-run").stdout.splitlines()
     size = doc["datasets"][0]["bytes_before"]
     each = f"{size} B" if size < 1024 else f"{size / 1024:.1f} KiB"
-    assert human[0] == f"{keys[0]}: would rewrite 3 files ({each}, {3 * ROWS} rows) as 1 file of about {each}"
+    assert human[0] == f"{keys[0]}: would rewrite 3 files ({each}, {3 * ROWS} rows) as 1 file (at most about {each})"
     assert human[-1] == "3 datasets: would rewrite 9 files as 3 files, 0 failures"
 
     real = target.cli("compact", "ops")
@@ -222,13 +222,16 @@ def test_compact_and_vacuum_a_prefix_in_one_command(target: Target) -> None:
 
 def test_vacuum_all_reports_each_dataset(local: Target) -> None:
     _appended(local, ["a", "b/c"], appends=2)
+    _appended(local, ["d"], appends=1)  # nothing to delete: counted, not listed
     result = local.cli("vacuum", "--all", "--retain-versions", "1")
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == [
         "a: deleted 1 file; retained version 2",
         "b/c: deleted 1 file; retained version 2",
-        "2 datasets: deleted 2 files, 0 failures",
+        "3 datasets: deleted 2 files (1 with nothing to do), 0 failures",
     ]
+    doc = json.loads(local.cli("vacuum", "--all", "--json").stdout)
+    assert [(d["key"], d["deleted"]) for d in doc["datasets"]] == [("a", []), ("b/c", []), ("d", [])]
 
 
 # ---------------------------------------------------------------- durations, floor

@@ -28,8 +28,6 @@ def _span(values: Sequence[int]) -> str:
 
 def asset_document(asset: Asset) -> dict[str, Any]:
     """An asset's figures summed over its datasets (partitions), with the last run among them."""
-    manifests = [item.manifest for item in asset.listings if item.manifest is not None]
-    latest = max(manifests, key=lambda m: m.created_at_utc or "", default=None)
     broken = [item.key for item in asset.listings if item.manifest is None]
     incomplete = [item.key for item in asset.listings if item.manifest is not None and not item.complete]
     partitions = sorted(asset.partitions)
@@ -39,6 +37,18 @@ def asset_document(asset: Asset) -> dict[str, Any]:
         "partitions": len(partitions) if asset.partitioned else None,
         "first_partition": partitions[0] if partitions else None,
         "last_partition": partitions[-1] if partitions else None,
+        **_totals(asset.listings),
+        "corrupt": broken,
+        "incomplete": incomplete,
+        "status": _status(broken, incomplete),
+    }
+
+
+def _totals(listings: Sequence[DatasetListing]) -> dict[str, Any]:
+    """Version range, summed rows, files and bytes, and the newest run, over the readable manifests."""
+    manifests = [item.manifest for item in listings if item.manifest is not None]
+    latest = max(manifests, key=lambda m: m.created_at_utc or "", default=None)
+    return {
         "versions": _span([m.version for m in manifests]),
         "rows": _sum([m.row_count for m in manifests]),
         "files": sum(len(m.parts) for m in manifests),
@@ -46,9 +56,6 @@ def asset_document(asset: Asset) -> dict[str, Any]:
         "last_run_id": latest.run_id if latest else None,
         "last_created_at_utc": latest.created_at_utc if latest else None,
         "age_seconds": age_seconds(latest.created_at_utc) if latest else None,
-        "corrupt": broken,
-        "incomplete": incomplete,
-        "status": _status(broken, incomplete),
     }
 
 
@@ -89,8 +96,6 @@ def assets_of(listings: Sequence[DatasetListing]) -> list[dict[str, Any]]:
 def prefix_summary(prefix: str, where: str, listings: Sequence[DatasetListing]) -> tuple[dict[str, Any], str]:
     """``show PREFIX``: totals over every dataset under ``prefix`` and one line per asset."""
     assets = assets_of(listings)
-    manifests = [item.manifest for item in listings if item.manifest is not None]
-    latest = max(manifests, key=lambda m: m.created_at_utc or "", default=None)
     partitions = sum(d["partitions"] or 0 for d in assets)
     document = {
         "prefix": prefix,
@@ -98,19 +103,16 @@ def prefix_summary(prefix: str, where: str, listings: Sequence[DatasetListing]) 
         "datasets": len(listings),
         "assets": assets,
         "partitions": partitions,
-        "versions": _span([m.version for m in manifests]),
-        "rows": _sum([m.row_count for m in manifests]),
-        "files": sum(len(m.parts) for m in manifests),
-        "bytes": _sum([_bytes(m) for m in manifests]),
-        "last_run_id": latest.run_id if latest else None,
-        "last_created_at_utc": latest.created_at_utc if latest else None,
-        "age_seconds": age_seconds(latest.created_at_utc) if latest else None,
+        **_totals(listings),
         "corrupt": [k for d in assets for k in d["corrupt"]],
         "incomplete": [k for d in assets for k in d["incomplete"]],
     }
     last = "-"
-    if latest is not None:
-        last = f"{latest.run_id or '-'} ({latest.created_at_utc}, {human_age(document['age_seconds'])} ago)"
+    if document["last_created_at_utc"] is not None:
+        last = (
+            f"{document['last_run_id'] or '-'} ({document['last_created_at_utc']}, "
+            f"{human_age(document['age_seconds'])} ago)"
+        )
     span = ""
     firsts = [d["first_partition"] for d in assets if d["first_partition"]]
     lasts = [d["last_partition"] for d in assets if d["last_partition"]]

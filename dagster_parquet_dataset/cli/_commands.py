@@ -58,25 +58,18 @@ def cmd_ls(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
         text += f"\n{plural(len(assets), 'asset')} ({plural(len(listings), 'dataset')}) under {where}"
         emit(args, document, text)
         return PROBLEMS if broken else OK
-    rows = [
-        [
-            d["key"],
-            str(d["version"]),
-            human_count(d["rows"]),
-            human_count(d["files"]),
-            human_bytes(d["bytes"]),
-            d["run_id"] or "-",
-            human_age(d["age_seconds"]),
-            d["status"],
-        ]
-        if "version" in d
-        else [d["key"], "-", "-", "-", "-", "-", "-", d["status"]]
-        for d in documents
-    ]
+    rows = [_ls_row(d) for d in documents]
     text = table(["KEY", "VERSION", "ROWS", "FILES", "BYTES", "RUN ID", "AGE", "STATUS"], rows, right=(1, 2, 3, 4))
     text += f"\n{plural(len(listings), 'dataset')} under {where}"
     emit(args, document, text)
     return PROBLEMS if broken else OK
+
+
+def _ls_row(d: dict[str, Any]) -> list[str]:
+    if "version" not in d:  # a corrupt manifest: only its key and status are known
+        return [d["key"], *["-"] * 6, d["status"]]
+    figures = [str(d["version"]), human_count(d["rows"]), human_count(d["files"]), human_bytes(d["bytes"])]
+    return [d["key"], *figures, d["run_id"] or "-", human_age(d["age_seconds"]), d["status"]]
 
 
 def _listing(item: DatasetListing) -> dict[str, Any]:

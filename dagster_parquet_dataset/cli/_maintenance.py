@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
 
 from ..dataset import CompactResult, ParquetDatasetStore, VerifyReport
@@ -163,13 +164,26 @@ def cmd_vacuum(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
         emit(args, document, text)
         return OK
     outcomes = run_each(keys, vacuum, description=f"vacuum {plural(len(keys), 'dataset')}", quiet=args.json)
-    # Datasets with nothing to delete get no line of their own (a year of partitions is 365 lines), only a count.
-    lines = [_vacuum_line(o.result, verb) if o.result else f"FAIL  {o.key}: {o.error}" for o in outcomes if _busy(o)]
     deleted = sum(len(o.result["deleted"]) for o in outcomes if o.result)
+    return _report_many(args, outcomes, lambda d: _vacuum_line(d, verb), f"{verb} {plural(deleted, 'file')}")
+
+
+def _report_many(
+    args: argparse.Namespace,
+    outcomes: list[Outcome[dict[str, Any]]],
+    line: Callable[[dict[str, Any]], str],
+    done: str,
+) -> int:
+    """Print one line per dataset that changed or failed, and a total line; ``--json`` lists every dataset.
+
+    Datasets with nothing to do get no line of their own (a year of partitions is 365 lines), only a count.
+    """
+    lines = [line(o.result) if o.result else f"FAIL  {o.key}: {o.error}" for o in outcomes if _busy(o)]
     failed = sum(1 for o in outcomes if o.error)
+    idle = sum(1 for o in outcomes if not _busy(o))
     lines.append(
-        f"{plural(len(keys), 'dataset')}: {verb} {plural(deleted, 'file')}{_idle(outcomes)}, "
-        f"{plural(failed, 'failure')}"
+        f"{plural(len(outcomes), 'dataset')}: {done}"
+        f"{f' ({idle:,} with nothing to do)' if idle else ''}, {plural(failed, 'failure')}"
     )
     documents = [o.result or {"key": o.key, "error": o.error} for o in outcomes]
     emit(args, {"ok": not failed, "dry_run": args.dry_run, "datasets": documents}, "\n".join(lines))
@@ -180,11 +194,6 @@ def _busy(outcome: Outcome[dict[str, Any]]) -> bool:
     """Whether a dataset's outcome is worth a line: it failed, or it deleted (or rewrote) files."""
     result = outcome.result
     return result is None or bool(result.get("deleted") or result.get("files_read"))
-
-
-def _idle(outcomes: list[Outcome[dict[str, Any]]]) -> str:
-    idle = sum(1 for o in outcomes if not _busy(o))
-    return f" ({idle:,} with nothing to do)" if idle else ""
 
 
 def _vacuum_line(document: dict[str, Any], verb: str) -> str:
@@ -229,18 +238,10 @@ def cmd_compact(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
         emit(args, document, _compact_line(document))
         return OK
     outcomes = run_each(keys, compact, description=f"compact {plural(len(keys), 'dataset')}", quiet=args.json)
-    lines = [_compact_line(o.result) if o.result else f"FAIL  {o.key}: {o.error}" for o in outcomes if _busy(o)]
     read = sum(o.result["files_read"] for o in outcomes if o.result)
     written = sum(o.result["files_written"] for o in outcomes if o.result)
-    failed = sum(1 for o in outcomes if o.error)
     verb = "would rewrite" if args.dry_run else "rewrote"
-    lines.append(
-        f"{plural(len(keys), 'dataset')}: {verb} {plural(read, 'file')} as {plural(written, 'file')}"
-        f"{_idle(outcomes)}, {plural(failed, 'failure')}"
-    )
-    documents = [o.result or {"key": o.key, "error": o.error} for o in outcomes]
-    emit(args, {"ok": not failed, "dry_run": args.dry_run, "datasets": documents}, "\n".join(lines))
-    return PROBLEMS if failed else OK
+    return _report_many(args, outcomes, _compact_line, f"{verb} {plural(read, 'file')} as {plural(written, 'file')}")
 
 
 def _compact_document(key: str, target: int, terms: list[tuple[Any, ...]], result: CompactResult) -> dict[str, Any]:

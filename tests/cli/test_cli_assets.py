@@ -294,6 +294,22 @@ def test_head_prints_the_first_rows(target: Target) -> None:
     assert bad.returncode == 2 and "nope" in one_line_error(bad)
 
 
+def test_head_of_a_partitioned_dataset_and_of_an_evolved_schema(local: Target) -> None:
+    """Partition columns (not in the files) and columns added later (absent from old parts) come out as a read."""
+    ds = ParquetDatasetStore(local.store, max_rows_per_file=4)
+    ids = pa.array(range(12), pa.int64())
+    ds.write_dataset(pa.table({"id": ids, "region": ["eu", "us", "ap"] * 4}), "p", partition_by=["region"])
+    doc = json.loads(local.cli("head", "p", "-n", "5", "--json").stdout)
+    assert doc["columns"] == ["id", "region"]
+    assert doc["rows"] == ds.scan_dataset("p").head(5).to_pylist()
+    assert {r["region"] for r in doc["rows"]} <= {"eu", "us", "ap"} and len(doc["rows"]) == 5
+
+    ds.write_dataset(pa.table({"id": ids.slice(0, 2)}), "e")
+    ds.append_dataset(pa.table({"id": pa.array([7], pa.int64()), "note": ["new"]}), "e", allow_new_columns=True)
+    evolved = json.loads(local.cli("head", "e", "-n", "3", "--json").stdout)
+    assert evolved["rows"] == [{"id": 0, "note": None}, {"id": 1, "note": None}, {"id": 7, "note": "new"}]
+
+
 # ------------------------------------------------------------------ wording, help
 
 

@@ -9,6 +9,9 @@
    Every footer is checked: ``files_checked`` must equal the file count, and a
    truncated and a swapped part (the last and a middle one) must both be found.
 2. ``ls`` of ``--datasets`` datasets on a moto S3 server (target: <= 2 requests per dataset).
+3. ``head -n 10`` of a ``--head-rows``-row dataset on moto S3 (issue 20; target: <= 2 requests after the manifest).
+4. ``verify --all`` over ``--verify-datasets`` datasets of 10 files, local and moto S3 (issue 20), against
+   ``pq.read_metadata`` of the same files on 16 threads (target: <= 1.2x wall).
    The CLI runs in a subprocess against a counting HTTP proxy in front of moto
    (``tests/_s3_proxy.py``), which records every request it forwards.
    - ``reference``: boto3, one paginated LIST of the prefix and one sequential
@@ -21,6 +24,7 @@ Times are the best of ``--repeats`` runs; peak RSS is above what the process hel
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import subprocess
@@ -28,7 +32,10 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -139,7 +146,9 @@ def bench_verify(files: int, rows_per_file: int, repeats: int) -> bool:
 # ------------------------------------------------------------------------------- ls
 
 
-def bench_ls(datasets: int, repeats: int) -> bool:
+@contextmanager
+def _moto() -> Iterator[tuple[str, Any, Any]]:
+    """A moto S3 server with a ``bench`` bucket: its endpoint, a boto3 client, and a counting proxy in front."""
     from moto.server import ThreadedMotoServer
 
     sys.path.insert(0, os.path.join(REPO, "tests"))
@@ -165,6 +174,14 @@ def bench_ls(datasets: int, repeats: int) -> bool:
     try:
         client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
         client.create_bucket(Bucket="bench")
+        yield endpoint, client, proxy
+    finally:
+        proxy.close()
+        server.stop()
+
+
+def bench_ls(datasets: int, repeats: int) -> bool:
+    with _moto() as (endpoint, client, proxy):
         ds = ParquetDatasetStore(S3Store("bench", "lake", endpoint_url=endpoint))
         table = pa.table({"id": list(range(10)), "name": [f"n{i}" for i in range(10)]})
         start = time.perf_counter()
@@ -220,9 +237,99 @@ def bench_ls(datasets: int, repeats: int) -> bool:
         per = requests / datasets
         print(f"  requests per dataset: {per:.3f}; target <= 2: {'MET' if per <= 2 else 'NOT MET'}")
         return per <= 2
-    finally:
-        proxy.close()
-        server.stop()
+
+
+# ----------------------------------------------------------------------------- head
+
+
+def bench_head(rows: int) -> bool:
+    """``head -n 10`` of a ``rows``-row dataset on moto S3: the requests after the manifest (target <= 2)."""
+    with _moto() as (endpoint, _client, proxy):
+        ds = ParquetDatasetStore(S3Store("bench", "lake", endpoint_url=endpoint), max_rows_per_file=1_000_000)
+        batch = 1_000_000
+        for start in range(0, rows, batch):
+            chunk = pa.table({"id": pa.array(range(start, min(rows, start + batch)), pa.int64())})
+            ds.append_dataset(chunk, "big", run_id="bench")
+        files = len(ds.read_manifest("big").parts)
+        proxy.seen.clear()
+        t0 = time.perf_counter()
+        result = _cli("--store", "s3://bench/lake", "--endpoint-url", proxy.url, "head", "big", "-n", "10", "--json")
+        seconds = time.perf_counter() - t0
+        assert result.returncode == 0, result.stderr
+        assert [r["id"] for r in json.loads(result.stdout)["rows"]] == list(range(10))
+        seen = [(method, path.split("?")[0].rsplit("/", 1)[-1]) for method, path, _status in proxy.seen]
+        manifest = max(i for i, (method, name) in enumerate(seen) if method == "GET" and name == "manifest.json")
+        after = seen[manifest + 1 :]
+        print(f"\nhead -n 10 of {rows:,} rows in {files} files on moto S3: {seconds:.2f} s end to end")
+        print(f"  requests: {[f'{m} {n}' for m, n in seen]}")
+        met = len(after) <= 2
+        print(f"  requests after the manifest: {len(after)}; target <= 2: {'MET' if met else 'NOT MET'}")
+        return met
+
+
+# ----------------------------------------------------------------------- verify --all
+
+
+def _quiet_main(argv: list[str]) -> None:
+    """The command line's ``main`` in this process, its output discarded."""
+    import contextlib
+    import io
+
+    from dagster_parquet_dataset.cli import main
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0
+
+
+def bench_verify_all(datasets: int, files: int, repeats: int) -> bool:
+    """``verify --all`` over ``datasets`` datasets of ``files`` files, against a ``pq.read_metadata`` loop."""
+    results = []
+    with _moto() as (endpoint, _client, _proxy):
+        workdir = tempfile.mkdtemp(prefix="bench-cli-verify-all-")
+        try:
+            stores = {
+                "local": (LocalStore(workdir), ["--store", workdir]),
+                "moto S3": (
+                    S3Store("bench", "many", endpoint_url=endpoint),
+                    ["--store", "s3://bench/many", "--endpoint-url", endpoint],
+                ),
+            }
+            for name, (store, cli_args) in stores.items():
+                ds = ParquetDatasetStore(store, max_rows_per_file=10)
+                table = pa.table({"id": pa.array(range(10 * files), pa.int64())})
+                with ThreadPoolExecutor(8) as pool:
+                    list(pool.map(lambda i, ds=ds, t=table: ds.write_dataset(t, f"asset/{i:05d}"), range(datasets)))
+                filesystem, base = store.arrow_filesystem()
+                paths = [f"{base}/{item.key}/{part}" for item in ds.list_datasets() for part in item.manifest.parts]
+
+                def reference(paths: list[str] = paths, filesystem: Any = filesystem) -> None:
+                    with ThreadPoolExecutor(16) as pool:
+                        list(pool.map(lambda p: pq.read_metadata(p, filesystem=filesystem), paths))
+
+                ref = measure(reference, repeats=repeats)
+                times = []
+                for _ in range(repeats):
+                    t0 = time.perf_counter()
+                    result = _cli(*cli_args, "verify", "--all")
+                    times.append(time.perf_counter() - t0)
+                    assert result.returncode == 0, result.stdout[-500:] + result.stderr
+                    assert (
+                        result.stdout.splitlines()[-1]
+                        == f"{datasets:,} datasets, {len(paths):,} files checked, 0 problems"
+                    )
+                in_process = measure(lambda a=cli_args: _quiet_main([*a, "verify", "--all", "--json"]), repeats=repeats)
+                ratio = in_process.seconds / ref.seconds
+                print(f"\nverify --all of {datasets:,} datasets x {files} files on {name} (best of {repeats})")
+                print(f"  {'cli verify --all (subprocess)':40s} {min(times):7.2f} s")
+                print(f"  {'cli main() in process (no interpreter start)':40s} {in_process.seconds:7.2f} s")
+                print(f"  {'reference: pq.read_metadata, 16 threads':40s} {ref.seconds:7.2f} s")
+                print(
+                    f"  ratio in process / reference: {ratio:.2f}x; target <= 1.2x: {'MET' if ratio <= 1.2 else 'NOT MET'}"
+                )
+                results.append(ratio <= 1.2)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    return all(results)
 
 
 def main() -> None:
@@ -231,7 +338,9 @@ def main() -> None:
     parser.add_argument("--rows-per-file", type=int, default=100)
     parser.add_argument("--datasets", type=int, default=1_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=["verify", "ls"], default=None)
+    parser.add_argument("--head-rows", type=int, default=10_000_000)
+    parser.add_argument("--verify-datasets", type=int, default=1_000)
+    parser.add_argument("--only", choices=["verify", "ls", "head", "verify-all"], default=None)
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, pyarrow {pa.__version__}, {os.cpu_count()} CPUs")
     results = []
@@ -239,6 +348,10 @@ def main() -> None:
         results.append(bench_verify(args.files, args.rows_per_file, args.repeats))
     if args.only in (None, "ls"):
         results.append(bench_ls(args.datasets, args.repeats))
+    if args.only in (None, "head"):
+        results.append(bench_head(args.head_rows))
+    if args.only in (None, "verify-all"):
+        results.append(bench_verify_all(args.verify_datasets, 10, args.repeats))
     print("\nall targets met" if all(results) else "\nsome targets NOT met")
 
 

@@ -3,35 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from typing import Any
 
-from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDatasetStore, VerifyReport
+from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDatasetStore
 from ..errors import NotFound
-from ._errors import UsageError
-from ._filters import describe_filter, parse_filter
-from ._format import (
-    age_seconds,
-    human_age,
-    human_bytes,
-    human_count,
-    one_line,
-    parse_duration,
-    parse_size,
-    table,
-)
-from ._progress import progress_bar, spinner
-
-OK, PROBLEMS = 0, 1
-
-
-def emit(args: argparse.Namespace, document: Any, text: str) -> None:
-    """Print ``document`` as JSON with ``--json``, else ``text``."""
-    if args.json:
-        print(json.dumps(document, indent=2, default=str))
-    elif text:
-        print(text)
+from ._assets import asset_table, assets_of, prefix_summary
+from ._filters import describe_filter
+from ._format import age_seconds, human_age, human_bytes, human_count, plural, table
+from ._head import cmd_head
+from ._maintenance import cmd_compact, cmd_vacuum, cmd_verify, parsed_filters
+from ._output import OK, PROBLEMS, emit, indent
+from ._targets import has_partitions, list_under, not_found, require_dataset
 
 
 def _total_bytes(manifest: DatasetManifest) -> int | None:
@@ -57,32 +40,36 @@ def _summary(manifest: DatasetManifest) -> dict[str, Any]:
 
 def cmd_ls(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     prefix = (args.prefix or "").strip("/")
-    listings = ds.list_datasets(prefix)
-    documents = [_listing(item) for item in listings]
-    broken = [item for item in listings if item.manifest is None]
+    listings = list_under(ds, prefix)
     where = ds.store.uri(prefix)
     if not listings:
-        text = f"no datasets under {where}"
-    else:
-        rows = [
-            [
-                d["key"],
-                str(d["version"]),
-                human_count(d["rows"]),
-                human_count(d["files"]),
-                human_bytes(d["bytes"]),
-                d["run_id"] or "-",
-                human_age(d["age_seconds"]),
-                d["status"],
-            ]
-            if "version" in d
-            else [d["key"], "-", "-", "-", "-", "-", "-", d["status"]]
-            for d in documents
-        ]
-        text = table(["KEY", "VERSION", "ROWS", "FILES", "BYTES", "RUN ID", "AGE", "STATUS"], rows, right=(1, 2, 3, 4))
-        text += f"\n{len(listings)} dataset{'s' if len(listings) != 1 else ''} under {where}"
-    emit(args, {"store": where, "datasets": documents}, text)
+        if prefix:  # a prefix that names nothing is a mistake (a typo, the wrong store): say so, exit 1
+            raise not_found(ds, prefix)
+        emit(args, {"store": where, "datasets": []}, f"no datasets under {where}")
+        return OK
+    documents = [_listing(item) for item in listings]
+    broken = any(item.manifest is None for item in listings)
+    grouped = args.assets if args.assets is not None else has_partitions(listings)
+    document: dict[str, Any] = {"store": where, "datasets": documents}
+    if grouped:
+        assets = assets_of(listings)
+        document["assets"] = assets
+        text = asset_table(assets)
+        text += f"\n{plural(len(assets), 'asset')} ({plural(len(listings), 'dataset')}) under {where}"
+        emit(args, document, text)
+        return PROBLEMS if broken else OK
+    rows = [_ls_row(d) for d in documents]
+    text = table(["KEY", "VERSION", "ROWS", "FILES", "BYTES", "RUN ID", "AGE", "STATUS"], rows, right=(1, 2, 3, 4))
+    text += f"\n{plural(len(listings), 'dataset')} under {where}"
+    emit(args, document, text)
     return PROBLEMS if broken else OK
+
+
+def _ls_row(d: dict[str, Any]) -> list[str]:
+    if "version" not in d:  # a corrupt manifest: only its key and status are known
+        return [d["key"], *["-"] * 6, d["status"]]
+    figures = [str(d["version"]), human_count(d["rows"]), human_count(d["files"]), human_bytes(d["bytes"])]
+    return [d["key"], *figures, d["run_id"] or "-", human_age(d["age_seconds"]), d["status"]]
 
 
 def _listing(item: DatasetListing) -> dict[str, Any]:
@@ -100,7 +87,12 @@ def _listing(item: DatasetListing) -> dict[str, Any]:
 
 
 def cmd_show(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    manifest = ds.read_manifest(args.key, version=args.dataset_version)
+    try:
+        manifest = ds.read_manifest(args.key, version=args.dataset_version)
+    except NotFound:
+        if args.dataset_version is not None and ds.store.exists(f"{args.key.strip('/')}/manifest.json"):
+            raise  # the dataset exists; the version does not
+        return _show_prefix(args, ds)
     complete = ds.store.exists(f"{args.key}/_SUCCESS")
     sizes = [f.size_bytes for f in manifest.file_entries() if f.size_bytes is not None]
     schema = manifest.schema
@@ -157,11 +149,26 @@ def cmd_show(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
             ]
             for c in columns
         ]
-        text += "\n\nschema:\n" + _indent(table(["COLUMN", "TYPE", "NULLS", ""], rows))
+        text += "\n\nschema:\n" + indent(table(["COLUMN", "TYPE", "NULLS", ""], rows))
     else:
         text += f"\n\nschema: not recorded (Spec 042 manifest, schema hash {manifest.schema_hash})"
     emit(args, document, text)
     return OK
+
+
+def _show_prefix(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
+    """``show`` of a key that is no dataset: a summary of the datasets under it (an asset's partitions, a group).
+
+    Raises:
+        KeyNotFound: no dataset under the key either.
+    """
+    prefix = args.key.strip("/")
+    listings = list_under(ds, prefix)
+    if not listings:
+        raise not_found(ds, prefix)
+    document, text = prefix_summary(prefix, ds.store.uri(prefix), listings)
+    emit(args, document, text)
+    return PROBLEMS if document["corrupt"] else OK
 
 
 def _describe_sizes(count: int, distribution: dict[str, int] | None) -> str:
@@ -174,15 +181,11 @@ def _describe_sizes(count: int, distribution: dict[str, int] | None) -> str:
     )
 
 
-def _indent(text: str) -> str:
-    return "\n".join("  " + line for line in text.splitlines())
-
-
 # ------------------------------------------------------------------------ history
 
 
 def cmd_history(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    versions = ds.history(args.key)
+    versions = ds.history(require_dataset(ds, args.key))
     documents = [_summary(m) for m in versions]
     rows = [
         [
@@ -204,57 +207,6 @@ def cmd_history(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     return OK
 
 
-# ------------------------------------------------------------------------- verify
-
-
-def cmd_verify(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    if args.all and args.keys:
-        raise UsageError("verify takes dataset keys or --all, not both")
-    if not args.all and not args.keys:
-        raise UsageError("verify needs at least one dataset key, or --all")
-    keys = [item.key for item in ds.list_datasets("")] if args.all else list(dict.fromkeys(args.keys))
-    documents: list[dict[str, Any]] = []
-    lines: list[str] = []
-    files = problems = 0
-    for key in keys:
-        try:
-            with progress_bar(f"verify {key}", quiet=args.json) as update:
-                report = ds.verify_dataset(key, version=args.dataset_version, progress=update)
-        except NotFound as exc:  # no such dataset, or no such version
-            documents.append({"key": key, "ok": False, "error": one_line(exc), "problems": []})
-            lines.append(f"FAIL  {key}: {one_line(exc)}")
-            problems += 1
-            continue
-        documents.append(report.to_dict())
-        files += report.files_checked
-        problems += len(report.problems)
-        lines.extend(_report_lines(report))
-    ok = problems == 0
-    count = len(keys)
-    if count == 0:
-        lines.append("no datasets found")
-    lines.append(
-        f"{count} dataset{'s' if count != 1 else ''}, {files} file{'s' if files != 1 else ''} checked, "
-        f"{problems} problem{'s' if problems != 1 else ''}"
-    )
-    emit(args, {"ok": ok, "datasets": documents}, "\n".join(lines))
-    return OK if ok else PROBLEMS
-
-
-def _report_lines(report: VerifyReport) -> list[str]:
-    version = f"version {report.version}" if report.version is not None else "unreadable manifest"
-    noun = "file" if report.files_checked == 1 else "files"
-    if report.ok:
-        return [f"OK    {report.key} ({version}, {report.files_checked} {noun})"]
-    count = len(report.problems)
-    lines = [
-        f"FAIL  {report.key} ({version}, {report.files_checked} {noun}, {count} problem{'s' if count != 1 else ''})"
-    ]
-    rows = [[p.path, p.kind, p.message] for p in report.problems]
-    lines.append(_indent(table(["PATH", "KIND", "PROBLEM"], rows)))
-    return lines
-
-
 # --------------------------------------------------------------------------- plan
 
 
@@ -270,7 +222,8 @@ def _sum(values: list[int | None]) -> int | None:
 
 
 def cmd_plan(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    terms = _parsed_filters(args, ds)
+    require_dataset(ds, args.key)
+    terms = parsed_filters(args, ds, args.key)
     plan = ds.plan_read(args.key, filters=terms or None, version=args.dataset_version)
     selected, pruned = plan.selected, plan.pruned
     everything = [*selected, *pruned]
@@ -293,104 +246,14 @@ def cmd_plan(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
             f"dataset   {plan.dataset_key} (version {plan.version})",
             f"filter    {' AND '.join(document['filters']) or '(none)'}",
             f"selected  {len(selected)} of {len(everything)} files, "
-            f"{human_count(document['selected_rows'])} of {human_count(document['total_rows'])} rows, "
+            f"{human_count(document['selected_rows'])} rows in them (of {human_count(document['total_rows'])}), "
             f"{human_bytes(document['selected_bytes'])} of {human_bytes(document['total_bytes'])}",
-            f"pruned    {_files(len(pruned))}",
+            f"pruned    {plural(len(pruned), 'file')}",
         ]
     )
     if selected:
         rows = [[e.path, human_count(e.row_count), human_bytes(e.size_bytes)] for e in selected]
-        text += "\n\nselected files:\n" + _indent(table(["PATH", "ROWS", "BYTES"], rows, right=(1, 2)))
-    emit(args, document, text)
-    return OK
-
-
-# ------------------------------------------------------------------------- vacuum
-
-
-def cmd_vacuum(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    older_than = parse_duration(args.older_than) if args.older_than is not None else None
-    grace = parse_duration(args.grace_period)
-    if args.retain_versions is not None and args.retain_versions <= 0:
-        raise UsageError(f"--retain-versions must be a positive number, got {args.retain_versions}")
-    with progress_bar(f"vacuum {args.key}", quiet=args.json) as update:
-        result = ds.vacuum(
-            args.key,
-            retain_versions=args.retain_versions,
-            older_than=older_than,
-            grace_period=grace,
-            dry_run=args.dry_run,
-            progress=update,
-        )
-    prefix = len(args.key) + 1
-    deleted = [p[prefix:] for p in result.deleted]
-    document = {
-        "key": args.key,
-        "dry_run": result.dry_run,
-        "deleted": deleted,
-        "retained_versions": list(result.retained_versions),
-    }
-    verb = "would delete" if result.dry_run else "deleted"
-    text = (
-        f"{args.key}: {verb} {len(deleted)} file{'s' if len(deleted) != 1 else ''}; "
-        f"retained version{'s' if len(result.retained_versions) != 1 else ''} "
-        f"{', '.join(map(str, result.retained_versions))}"
-    )
-    if deleted:
-        text += "\n" + "\n".join(f"  {p}" for p in deleted)
-    emit(args, document, text)
-    return OK
-
-
-# ------------------------------------------------------------------------ compact
-
-
-def _parsed_filters(args: argparse.Namespace, ds: ParquetDatasetStore) -> list[tuple[Any, ...]]:
-    """The ``--filter`` options as DNF terms, parsed by the types of the dataset's columns."""
-    if not args.filter:
-        return []
-    schema = ds.read_manifest(args.key, version=getattr(args, "dataset_version", None)).schema
-    if schema is None:
-        raise UsageError(f"dataset {args.key!r} records no schema (a Spec 042 manifest), so it cannot be filtered")
-    return [parse_filter(text, schema) for text in args.filter]
-
-
-def _files(n: int) -> str:
-    return f"{n} file" if n == 1 else f"{n} files"
-
-
-def cmd_compact(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    target = parse_size(args.target_size)
-    terms = _parsed_filters(args, ds)
-    with spinner(f"compacting {args.key}", quiet=args.json):
-        result = ds.compact_dataset(args.key, target_file_bytes=target, filters=terms or None, dry_run=args.dry_run)
-    document = {
-        "key": args.key,
-        "dry_run": result.dry_run,
-        "target_file_bytes": target,
-        "filters": [describe_filter(t) for t in terms],
-        "files_read": result.files_read,
-        "files_written": result.files_written,
-        "bytes_before": result.bytes_before,
-        "bytes_after": result.bytes_after,
-        "rows": result.rows,
-        "version": result.version,
-        "read": list(result.read_paths),
-        "written": list(result.written_paths),
-    }
-    if result.files_read == 0:
-        text = f"{args.key}: nothing to compact (no run of files smaller than half of {human_bytes(target)})"
-    elif result.dry_run:
-        text = (
-            f"{args.key}: would rewrite {_files(result.files_read)} ({human_bytes(result.bytes_before)}, "
-            f"{human_count(result.rows)} rows) as {_files(result.files_written)} of about {human_bytes(target)} at most"
-        )
-    else:
-        text = (
-            f"{args.key}: rewrote {_files(result.files_read)} ({human_bytes(result.bytes_before)}) as "
-            f"{_files(result.files_written)} ({human_bytes(result.bytes_after)}), {human_count(result.rows)} rows; "
-            f"new version {result.version}"
-        )
+        text += "\n\nselected files:\n" + indent(table(["PATH", "ROWS", "BYTES"], rows, right=(1, 2)))
     emit(args, document, text)
     return OK
 
@@ -403,6 +266,7 @@ COMMANDS = {
     "plan": cmd_plan,
     "vacuum": cmd_vacuum,
     "compact": cmd_compact,
+    "head": cmd_head,
 }
 
 __all__ = ["COMMANDS"]

@@ -26,7 +26,7 @@ _SIZE_FACTORS = {
     "tb": 1000**4,
     "tib": 1024**4,
 }
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d|w)?\s*$", re.IGNORECASE)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _DURATION_FACTORS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
@@ -86,16 +86,41 @@ def parse_size(text: str) -> int:
     return size
 
 
-def parse_duration(text: str) -> float:
-    """``"90m"`` -> ``5400.0`` seconds (units s, m, h, d, w; plain numbers are seconds).
+def parse_duration(text: str, option: str = "duration") -> float:
+    """``"90m"`` -> ``5400.0`` seconds (units s, m, h, d, w; a unit is required).
+
+    A bare number is refused: on a destructive command ``7`` meaning seven
+    seconds (not days) is a trap, so the unit must be written.
 
     Raises:
-        UsageError: not a duration.
+        UsageError: not a duration, or a number without a unit.
     """
     match = _DURATION.match(text)
     if match is None:
-        raise UsageError(f"duration {text!r} is not a duration like 3600, 90m, 12h or 7d")
-    return float(match.group(1)) * _DURATION_FACTORS[(match.group(2) or "s").lower()]
+        raise UsageError(f"{option} {text!r} is not a duration like 45s, 30m, 12h or 7d")
+    number, unit = match.group(1), match.group(2).lower()
+    if not unit:
+        raise UsageError(
+            f"{option} {text!r} has no unit; add one: {number}s, {number}m, {number}h or {number}d "
+            "(seconds, minutes, hours, days)"
+        )
+    if unit not in _DURATION_FACTORS:
+        raise UsageError(f"{option} {text!r} has an unknown unit {unit!r}; use s, m, h, d or w")
+    return float(number) * _DURATION_FACTORS[unit]
+
+
+def human_duration(seconds: float) -> str:
+    """``3600`` -> ``"1h"``, ``5400`` -> ``"90m"``: the largest unit that divides ``seconds`` exactly."""
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def plural(count: int, noun: str, plural_noun: str | None = None) -> str:
+    """``plural(1, "file")`` -> ``"1 file"``, ``plural(2, "file")`` -> ``"2 files"`` (counts with thousands commas)."""
+    word = noun if count == 1 else (plural_noun or noun + "s")
+    return f"{count:,} {word}"
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> str:

@@ -58,7 +58,10 @@ def _add_globals(parser: argparse.ArgumentParser, *, sub: bool) -> None:
     group.add_argument(
         "--endpoint-url",
         default=default(None),
-        help="S3-compatible endpoint, e.g. http://127.0.0.1:9000 (default: $AWS_ENDPOINT_URL or AWS)",
+        help=(
+            "S3-compatible endpoint, e.g. http://127.0.0.1:9000 "
+            "(default: $AWS_ENDPOINT_URL_S3, else $AWS_ENDPOINT_URL, else AWS)"
+        ),
     )
     group.add_argument("--region", default=default(None), help="the bucket's region (default: the AWS chain's)")
     group.add_argument(
@@ -78,7 +81,7 @@ def _version_option(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (subcommands ls, show, history, verify, plan, vacuum, compact)."""
+    """The full argument parser (subcommands ls, show, history, verify, plan, vacuum, compact, head)."""
     from .. import __version__
 
     parser = _Parser(
@@ -97,10 +100,29 @@ def build_parser() -> argparse.ArgumentParser:
         _add_globals(sub, sub=True)
         return sub
 
-    ls = command("ls", "list the datasets under a prefix: key, version, rows, files, bytes, last run id, age")
+    ls = command(
+        "ls",
+        "list the datasets under a prefix: key, version, rows, files, bytes, last run id, age "
+        "(one line per asset when partition datasets are found)",
+    )
     ls.add_argument("prefix", nargs="?", default="", metavar="PREFIX", help="a folder of the store (default: all)")
+    grouping = ls.add_mutually_exclusive_group()
+    grouping.add_argument(
+        "--assets",
+        dest="assets",
+        action="store_true",
+        default=None,
+        help="one line per asset, its partition datasets together (the default when partitions are found)",
+    )
+    grouping.add_argument(
+        "--datasets", dest="assets", action="store_false", help="one line per dataset, partitions included"
+    )
 
-    show = command("show", "summarize a dataset's manifest: schema, partitioning, file sizes, operation, run id")
+    show = command(
+        "show",
+        "summarize a dataset's manifest (schema, partitioning, file sizes, operation, run id), or, for an asset "
+        "or folder holding datasets, their partitions, versions, rows, bytes and last run",
+    )
     show.add_argument("key", metavar="KEY")
     _version_option(show)
 
@@ -108,8 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     history.add_argument("key", metavar="KEY")
 
     verify = command("verify", "check every part against the manifest (exists, size, footer rows, schema, statistics)")
-    verify.add_argument("keys", nargs="*", metavar="KEY")
-    verify.add_argument("--all", action="store_true", help="verify every dataset in the store")
+    _keys_options(verify, "verify")
     _version_option(verify)
 
     plan = command("plan", "show which files a filtered read selects and which it prunes")
@@ -123,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     _version_option(plan)
 
     vacuum = command("vacuum", "delete files no retained version references")
-    vacuum.add_argument("key", metavar="KEY")
+    _keys_options(vacuum, "vacuum")
     vacuum.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
     vacuum.add_argument(
         "--retain-versions",
@@ -133,7 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="keep only the newest N versions (default: keep every version still retained)",
     )
     vacuum.add_argument(
-        "--older-than", default=None, metavar="AGE", help="also drop versions older than AGE (e.g. 7d, 12h)"
+        "--older-than",
+        default=None,
+        metavar="AGE",
+        help="also drop versions older than AGE, with a unit: 7d, 12h, 30m, 45s",
     )
     vacuum.add_argument(
         "--grace-period",
@@ -141,13 +165,18 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="AGE",
         help="files no version ever listed are deleted only once older than this (default: 1h)",
     )
+    vacuum.add_argument(
+        "--force",
+        action="store_true",
+        help="allow --older-than or --grace-period under the 1h safety floor",
+    )
 
     compact = command(
         "compact",
         "rewrite small files into files near a target size, as one new version "
         "(older versions stay readable until vacuum)",
     )
-    compact.add_argument("key", metavar="KEY")
+    _keys_options(compact, "compact")
     compact.add_argument("--target-size", default="128MiB", metavar="SIZE", help="target file size (default: 128MiB)")
     compact.add_argument("--dry-run", action="store_true", help="show what would be rewritten, write nothing")
 
@@ -157,7 +186,33 @@ def build_parser() -> argparse.ArgumentParser:
         metavar='"COL OP VALUE"',
         help="compact only the files a read with these filters selects (as for plan); repeat to AND them",
     )
+
+    head = command("head", "print a dataset's first rows, reading only the files they are in")
+    head.add_argument("key", metavar="KEY")
+    head.add_argument("-n", type=int, default=10, metavar="N", help="how many rows (default: 10)")
+    head.add_argument(
+        "--columns", action="append", metavar="COL[,COL...]", help="only these columns (comma-separated, repeatable)"
+    )
+    head.add_argument(
+        "--filter",
+        action="append",
+        metavar='"COL OP VALUE"',
+        help="only rows matching this filter (as for plan); repeat to AND them",
+    )
+    _version_option(head)
     return parser
+
+
+def _keys_options(parser: argparse.ArgumentParser, verb: str) -> None:
+    parser.add_argument(
+        "keys",
+        nargs="*",
+        metavar="KEY",
+        help="a dataset, or a prefix (an asset's partitions, a group, a folder): every dataset under it",
+    )
+    parser.add_argument(
+        "--all", action="store_true", help=f"{verb} every dataset in the store (in parallel, one progress bar)"
+    )
 
 
 def _fail(message: object, status: int) -> int:

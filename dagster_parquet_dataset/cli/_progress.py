@@ -24,8 +24,8 @@ def _enabled(quiet: bool) -> bool:
 
 
 @contextmanager
-def progress_bar(description: str, *, quiet: bool) -> Iterator[Update]:
-    """Yield ``update(done, total)``; a bar appears once ``total`` reaches :data:`MIN_FILES` on a terminal.
+def progress_bar(description: str, *, quiet: bool, minimum: int = MIN_FILES) -> Iterator[Update]:
+    """Yield ``update(done, total)``; a bar appears once ``total`` reaches ``minimum`` on a terminal.
 
     ``update`` may be called from several threads. Nothing is drawn when
     ``quiet`` (``--json``), when standard error is not a terminal, or when rich
@@ -44,7 +44,7 @@ def progress_bar(description: str, *, quiet: bool) -> Iterator[Update]:
     state: dict[str, Any] = {}
 
     def update(done: int, total: int) -> None:
-        if total < MIN_FILES:
+        if total < minimum:
             return
         with lock:
             if "progress" not in state:

@@ -1,0 +1,157 @@
+"""Which datasets a key names: one dataset, or every dataset under a prefix (an asset's partitions, a group).
+
+Also the one "not found" wording every command uses, with "did you mean"
+suggestions, and the grouping of partition datasets into assets.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from ..dataset import DatasetListing, ParquetDatasetStore
+from ..errors import NotFound, RemoteStoreError
+
+_MANIFEST = "manifest.json"
+#: A path segment that looks like a Dagster partition key: a date, an hour, a number, or ``col=value``.
+_PARTITION_SEGMENT = re.compile(r"^(\d|[^=]+=)")
+_SUGGESTIONS = 3
+
+
+class KeyNotFound(NotFound):
+    """No dataset at or under a key (exit status 1); the message carries suggestions."""
+
+
+def not_found(ds: ParquetDatasetStore, key: str, known: Iterable[str] | None = None) -> KeyNotFound:
+    """The error for a key with no dataset at or under it, suggesting close keys of the store.
+
+    ``known`` are the store's dataset keys when already listed (else they are listed here).
+    """
+    if known is None:
+        try:
+            known = [item.key for item in list_under(ds, "")]
+        except Exception:  # noqa: BLE001 - a suggestion is a courtesy; the not-found error is the answer
+            known = []
+    message = f"dataset {key!r} does not exist: nothing at or under {key!r} in {ds.store.uri()}"
+    close = suggest(key, known)
+    if close:
+        message += "; did you mean " + " or ".join(repr(c) for c in close) + "?"
+    return KeyNotFound(message)
+
+
+def suggest(key: str, known: Iterable[str]) -> list[str]:
+    """Up to three keys (datasets or their assets/folders) that look like ``key``."""
+    candidates: set[str] = set()
+    for name in known:
+        parts = name.split("/")
+        candidates.update("/".join(parts[:n]) for n in range(1, len(parts) + 1))
+    candidates.discard(key)
+    return difflib.get_close_matches(key, sorted(candidates), n=_SUGGESTIONS, cutoff=0.6)
+
+
+def list_under(ds: ParquetDatasetStore, prefix: str) -> list[DatasetListing]:
+    """``ds.list_datasets(prefix)``, with a listing failure naming the store location and the reason.
+
+    Raises:
+        RemoteStoreError: the listing failed (e.g. a missing bucket or denied access).
+        ValueError: ``prefix`` is not a safe key.
+    """
+    try:
+        return ds.list_datasets(prefix)
+    except NotFound:
+        raise
+    except RemoteStoreError as exc:
+        raise RemoteStoreError(f"cannot list {ds.store.uri(prefix)}: {exc}") from None
+
+
+def is_dataset(ds: ParquetDatasetStore, key: str) -> bool:
+    """Whether ``key`` itself holds a manifest (a dataset, possibly a broken one)."""
+    return ds.store.exists(f"{key.strip('/')}/{_MANIFEST}")
+
+
+def require_dataset(ds: ParquetDatasetStore, key: str) -> str:
+    """``key`` without surrounding slashes, if it is a dataset.
+
+    Raises:
+        KeyNotFound: no manifest at ``key`` (the message suggests close keys).
+    """
+    key = key.strip("/")
+    if not is_dataset(ds, key):
+        raise not_found(ds, key)
+    return key
+
+
+def expand(ds: ParquetDatasetStore, key: str) -> list[str]:
+    """The dataset keys ``key`` names: itself if it is a dataset, else every dataset under it.
+
+    Raises:
+        KeyNotFound: nothing at or under ``key``.
+        ValueError: ``key`` is not a safe key.
+    """
+    key = key.strip("/")
+    if key and is_dataset(ds, key):
+        return [key]
+    keys = [item.key for item in list_under(ds, key)]
+    if not keys:
+        raise not_found(ds, key)
+    return keys
+
+
+def expand_all(ds: ParquetDatasetStore, keys: Sequence[str], every: bool) -> list[str]:
+    """The datasets named by ``keys`` (each a dataset or a prefix), or every dataset with ``every``.
+
+    Raises:
+        KeyNotFound: a key with nothing at or under it.
+    """
+    if every:
+        return [item.key for item in list_under(ds, "")]
+    out: dict[str, None] = {}
+    for key in keys:
+        out.update(dict.fromkeys(expand(ds, key)))
+    return list(out)
+
+
+def asset_of(key: str) -> tuple[str, str | None]:
+    """``raw/clicks/2024-01-01`` -> (``raw/clicks``, ``2024-01-01``); a key with no partition segment is its own asset.
+
+    A partition segment starts with a digit (dates, hours, numbers) or is
+    ``column=value``; it and every later segment (a multi-dimension partition)
+    form the partition.
+    """
+    parts = key.split("/")
+    for i in range(1, len(parts)):
+        if _PARTITION_SEGMENT.match(parts[i]):
+            return "/".join(parts[:i]), "/".join(parts[i:])
+    return key, None
+
+
+@dataclass
+class Asset:
+    """Datasets grouped under one asset key: its partitions, or the asset itself when unpartitioned."""
+
+    key: str
+    listings: list[DatasetListing] = field(default_factory=list)
+    partitions: list[str] = field(default_factory=list)
+
+    @property
+    def partitioned(self) -> bool:
+        return bool(self.partitions)
+
+
+def group_assets(listings: Sequence[DatasetListing]) -> list[Asset]:
+    """Listings grouped by :func:`asset_of`, in key order."""
+    groups: dict[str, Asset] = {}
+    for item in listings:
+        asset, partition = asset_of(item.key)
+        group = groups.setdefault(asset, Asset(asset))
+        group.listings.append(item)
+        if partition is not None:
+            group.partitions.append(partition)
+    return [groups[k] for k in sorted(groups)]
+
+
+def has_partitions(listings: Sequence[DatasetListing]) -> bool:
+    """Whether any listed key looks like a partition of an asset."""
+    return any(asset_of(item.key)[1] is not None for item in listings)

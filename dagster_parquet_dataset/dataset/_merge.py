@@ -42,6 +42,28 @@ class MergeResult:
     version: int | None
 
 
+def check_key_columns(key_columns: Any, strategy: Any, names: Sequence[str]) -> list[str]:
+    """``key_columns`` as a list, checked against the source's column ``names``, and ``strategy``.
+
+    Raises:
+        TypeError: ``key_columns`` is not a non-empty list of column names.
+        ValueError: unknown strategy, a key column missing from the source, or a repeated key column.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"unknown merge strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+    if isinstance(key_columns, (str, bytes)) or not isinstance(key_columns, Sequence) or not key_columns:
+        raise TypeError(f"key_columns must be a non-empty list of column names, got {key_columns!r}")
+    keys = list(key_columns)
+    for col in keys:
+        if not isinstance(col, str):
+            raise TypeError(f"key_columns must hold column names, got {col!r}")
+        if col not in names:
+            raise ValueError(f"key column {col!r} is not in the source; its columns are {list(names)}")
+    if len(set(keys)) != len(keys):
+        raise ValueError(f"key_columns repeats a column: {keys}")
+    return keys
+
+
 def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
     """Validate the source table, key columns and strategy.
 
@@ -58,16 +80,8 @@ def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
     repeated = sorted({n for n in names if names.count(n) > 1}) if len(set(names)) != len(names) else []
     if repeated:
         raise ValueError(f"the source names the column(s) {repeated} more than once; column names must be unique")
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown merge strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if isinstance(key_columns, (str, bytes)) or not isinstance(key_columns, Sequence) or not key_columns:
-        raise TypeError(f"key_columns must be a non-empty list of column names, got {key_columns!r}")
-    keys = list(key_columns)
+    keys = check_key_columns(key_columns, strategy, source.column_names)
     for col in keys:
-        if not isinstance(col, str):
-            raise TypeError(f"key_columns must hold column names, got {col!r}")
-        if col not in source.column_names:
-            raise ValueError(f"key column {col!r} is not in the source; its columns are {source.column_names}")
         nulls = source.column(col).null_count
         if nulls:
             raise ValueError(f"key column {col!r} has {nulls} null values in the source; keys must not be null")
@@ -78,8 +92,6 @@ def check_merge_args(source: Any, key_columns: Any, strategy: Any) -> list[str]:
                     f"key column {col!r} has {nans} NaN values in the source; NaN equals no value (not even "
                     "itself), so it cannot identify a row: keys must not be NaN"
                 )
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"key_columns repeats a column: {keys}")
     check_merge_types(source.schema, keys)
     if source.num_rows:
         counts = _key_table(source, keys).group_by(keys, use_threads=False).aggregate([([], "count_all")])

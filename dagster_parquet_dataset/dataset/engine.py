@@ -14,6 +14,7 @@ from ._filters import DNF, Predicate, discrete_bounds
 from ._keys import check_folder_fits
 from ._layout import is_spec_name, part_name, single_name
 from ._locate import OUTSIDE, Dimension, RowLocator
+from ._merge import check_key_columns
 from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
 from ._read import check_columns
@@ -36,6 +37,7 @@ __all__ = [
     "add_partition_columns",
     "check_columns",
     "check_folder_fits",
+    "check_key_columns",
     "check_partition_by",
     "discrete_bounds",
     "encode_part",

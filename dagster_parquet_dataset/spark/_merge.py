@@ -23,8 +23,6 @@ candidate file, and one descriptor per written part.
 from __future__ import annotations
 
 import datetime as dt
-import random
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +31,8 @@ import numpy as np
 import pyarrow as pa
 
 from ..dataset import FileEntry, MergePlan, MergeReplanNeeded, MergeResult, ParquetDatasetStore
-from ..errors import AlreadyExists, CommitConflict, DatasetNotFound, NotFound
+from ..dataset.engine import check_key_columns, retry_replans
+from ..errors import AlreadyExists, DatasetNotFound, NotFound
 from ._append import check_spark_args
 from ._parts import Destination, delete_parts, entries_of, write_into, write_spark_parts
 from ._read import _Source, _TaskReader
@@ -43,7 +42,6 @@ from ._write import write_spark_dataset
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-_STRATEGIES = ("upsert", "insert", "update")
 _FILE = "__pds_file"
 _SRC = "__pds_src_"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
@@ -207,23 +205,11 @@ def merge_spark_dataset(
         pyspark.errors.PySparkException: a Spark job failed; the merge's files are removed.
     """
     check_spark_args(df, datasets, "merge_spark_dataset")
-    if strategy not in _STRATEGIES:
-        raise ValueError(f"unknown merge strategy {strategy!r}; choose one of {', '.join(_STRATEGIES)}")
-    if isinstance(key_columns, (str, bytes)) or not isinstance(key_columns, Sequence) or not key_columns:
-        raise TypeError(f"key_columns must be a non-empty list of column names, got {key_columns!r}")
-    keys = list(key_columns)
-    for col in keys:
-        if not isinstance(col, str):
-            raise TypeError(f"key_columns must hold column names, got {col!r}")
-        if col not in df.columns:
-            raise ValueError(f"key column {col!r} is not in the source; its columns are {df.columns}")
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"key_columns repeats a column: {keys}")
+    keys = check_key_columns(key_columns, strategy, df.columns)
     schema = spark_schema_to_arrow(df.schema)
     total, ranges = _check_changes(df, keys)
-    deadline = time.monotonic() + datasets.commit_timeout
-    delay = 0.005
-    while True:
+
+    def attempt() -> MergeResult:
         partition = _partitioning(datasets, key, partition_by)
         for col in partition:
             if col not in df.columns:
@@ -253,21 +239,20 @@ def merge_spark_dataset(
                     repartition=repartition,
                 )
             except AlreadyExists:
-                continue  # created meanwhile: merge into it
+                raise MergeReplanNeeded() from None  # created meanwhile: merge into it
             return MergeResult(total, 0, (), (), tuple(manifest.parts), manifest.version)
         if plan.partition_by != partition:
-            continue  # repartitioned between the two manifest reads
-        try:
-            return _merge_once(df, datasets, plan, repartition)
-        except MergeReplanNeeded:
-            pass
-        if time.monotonic() >= deadline:
-            raise CommitConflict(
-                f"dataset {plan.key!r}: gave up merging after {datasets.commit_timeout:g} s; concurrent commits "
-                "kept changing the files it planned on (raise commit_timeout to wait longer)"
-            )
-        time.sleep(random.uniform(0, delay))
-        delay = min(delay * 2, 1.0)
+            raise MergeReplanNeeded()  # repartitioned between the two manifest reads
+        return _merge_once(df, datasets, plan, repartition)
+
+    return retry_replans(
+        datasets.commit_timeout,
+        attempt,
+        lambda: (
+            f"dataset {key!r}: gave up merging after {datasets.commit_timeout:g} s; concurrent commits "
+            "kept changing the files it planned on (raise commit_timeout to wait longer)"
+        ),
+    )
 
 
 def _merge_once(df: DataFrame, datasets: ParquetDatasetStore, plan: MergePlan, repartition: bool) -> MergeResult:

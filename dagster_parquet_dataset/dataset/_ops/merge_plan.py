@@ -19,7 +19,7 @@ import pyarrow as pa
 from ...storage.base import Capability, validate_key
 from .._keys import check_key_fits
 from .._layout import part_name
-from .._merge import STRATEGIES, check_merge_types
+from .._merge import check_key_columns, check_merge_types
 from .._options import DatasetOptions
 from .._partition import check_partition_by, encode_partition_values
 from .._pruning import ColumnStats, partition_stats
@@ -184,18 +184,7 @@ def plan_merge(
     if not isinstance(source_schema, pa.Schema):
         raise TypeError(f"source_schema must be a pyarrow.Schema, got {type(source_schema).__name__}")
     check_column_names(source_schema, key=key)
-    if strategy not in STRATEGIES:
-        raise ValueError(f"unknown merge strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
-    if isinstance(key_columns, (str, bytes)) or not isinstance(key_columns, Sequence) or not key_columns:
-        raise TypeError(f"key_columns must be a non-empty list of column names, got {key_columns!r}")
-    keys = tuple(key_columns)
-    for col in keys:
-        if not isinstance(col, str):
-            raise TypeError(f"key_columns must hold column names, got {col!r}")
-        if source_schema.get_field_index(col) < 0:
-            raise ValueError(f"key column {col!r} is not in the source; its columns are {source_schema.names}")
-    if len(set(keys)) != len(keys):
-        raise ValueError(f"key_columns repeats a column: {list(keys)}")
+    keys = tuple(check_key_columns(key_columns, strategy, source_schema.names))
     check_merge_types(source_schema, keys)
     options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
     txn = new_txn()

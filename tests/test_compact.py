@@ -21,6 +21,7 @@ from dagster_parquet_dataset import (
     CapabilityNotSupported,
     CommitConflict,
     CompactResult,
+    DatasetIncomplete,
     DatasetNotFound,
     ManifestCorrupted,
     ParquetDatasetStore,
@@ -530,3 +531,15 @@ def test_plan_groups_packs_only_consecutive_files_of_one_folder() -> None:
     parted = [f("a", 10, 0), f("b", 10, 1), f("c", 10, 0), f("d", 60, 1), f("e", 10, 1), f("g", 10, 0)]
     groups = plan_groups(parted, ("p",), {e.path for e in parted}, 100)
     assert [(g.folder, [e.path for e in g.entries]) for g in groups] == [("p=0", ["p=0/a", "p=0/c", "p=0/g"])]
+
+
+@pytest.mark.timeout(60)
+def test_a_deleted_part_fails_compaction_at_once_not_after_commit_timeout(store: Store) -> None:
+    ds = ParquetDatasetStore(store, commit_timeout=30)
+    appended(ds, "k", [10, 10, 10])
+    manifest = ds.read_manifest("k")
+    store.delete(f"k/{manifest.files[1].path}")
+    with pytest.raises(DatasetIncomplete, match="missing"):
+        ds.compact_dataset("k")
+    assert ds.read_manifest("k").version == manifest.version
+    assert data_files(store, "k") == {f.path for f in manifest.files} - {manifest.files[1].path}

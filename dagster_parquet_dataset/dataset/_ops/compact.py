@@ -30,10 +30,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from ...errors import DatasetIncomplete
 from ...storage.base import Capability
 from .._keys import check_key_fits
 from .._layout import part_name
 from .._options import DatasetOptions, check_run_id
+from .._part_check import PartsVanished
 from .._read import plan, read_parts
 from .._transaction import Replan, Transaction, new_manifest, read_current, retry_replans
 from .._write import DEFAULT_ROW_GROUP, chunk_batches, encode_part
@@ -203,7 +205,16 @@ def compact(
         options.require(
             Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="compact datasets"
         )
-        return _rewrite(options, key, current, token, schema, groups, run_id)
+        try:
+            return _rewrite(options, key, current, token, schema, groups, run_id)
+        except PartsVanished as exc:
+            latest, _token = read_current(options.store, key)
+            if latest is not None and latest.version == current.version:
+                # Nothing replaced them: the live version itself is damaged, planning again cannot help.
+                raise DatasetIncomplete(
+                    f"dataset {key!r}: parts listed in the manifest are missing or unreadable: {exc}"
+                ) from None
+            raise
 
     return retry_replans(
         options.commit_timeout,

@@ -236,9 +236,9 @@ def _maintain(datasets: ParquetDatasetStore, target: _Dataset, plan: _Plan, run_
                 md["compaction_bytes_after"] = MetadataValue.text(_size(c.bytes_after))
             verb = "would compact" if plan.dry_run else "compacted"
             said.append(
-                f"{verb} {c.files_read} of {files_before} files into {c.files_written}"
+                f"{verb} {c.files_read} of {_files(files_before)} into {c.files_written}"
                 if c.files_read
-                else f"nothing to compact ({files_before} files)"
+                else f"nothing to compact ({_files(files_before)})"
             )
         if plan.vacuum is not None:
             v = plan.vacuum
@@ -253,11 +253,15 @@ def _maintain(datasets: ParquetDatasetStore, target: _Dataset, plan: _Plan, run_
             dropped = versions_before - len(result.retained_versions)
             md.update(vacuum_files_deleted=len(result.deleted), vacuum_versions_deleted=dropped)
             verb = "would delete" if plan.dry_run else "deleted"
-            said.append(f"vacuum {verb} {len(result.deleted)} files of {dropped} old versions and leftovers")
+            said.append(f"vacuum {verb} {_files(len(result.deleted))} (versions dropped: {dropped})")
     except Exception as exc:  # noqa: BLE001 - one dataset's failure is reported; the others go on
         md["error"] = MetadataValue.text(f"{type(exc).__name__}: {exc}")
         return _Outcome(target, md, "; ".join(said), f"{type(exc).__name__}: {exc}")
     return _Outcome(target, md, "; ".join(said))
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
 
 
 def _size(n: int) -> str:

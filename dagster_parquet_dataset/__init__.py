@@ -34,7 +34,8 @@ from .storage import Capability, FileInfo, LocalStore, MemoryStore, S3Store, Sto
 __version__ = "0.1.0"
 
 _DAGSTER_NAMES = ("RemoteStoreIOManager", "LocalStoreResource", "S3StoreResource", "InMemoryStoreResource")
-_DAGSTER_NAMES += ("build_dataset_checks", "observable_dataset")
+_DAGSTER_NAMES += ("build_dataset_checks", "observable_dataset", "build_maintenance_jobs")
+_DAGSTER_NAMES += ("CompactOptions", "VacuumOptions")
 
 
 def __getattr__(name: str) -> object:
@@ -52,6 +53,7 @@ __all__ = [
     "CapabilityNotSupported",
     "CommitConflict",
     "CommitOutcomeUnknown",
+    "CompactOptions",
     "CompactResult",
     "DatasetIncomplete",
     "DatasetListing",
@@ -72,9 +74,11 @@ __all__ = [
     "S3StoreResource",
     "Store",
     "StoreAccessError",
+    "VacuumOptions",
     "VerifyProblem",
     "VerifyReport",
     "VersionNotRetained",
     "build_dataset_checks",
+    "build_maintenance_jobs",
     "observable_dataset",
 ]

@@ -5,6 +5,7 @@ Importing this package imports ``dagster``; the core package does not.
 
 from ._backfill import BackfillIncomplete
 from ._checks import build_dataset_checks
+from ._maintenance import SAFETY_FLOOR, CompactOptions, MaintenanceConfig, VacuumOptions, build_maintenance_jobs
 from ._observe import observable_dataset
 from ._ownership import DatasetKeyCollision
 from .handlers import (
@@ -29,12 +30,15 @@ __all__ = [
     "OPTIONAL_HANDLERS",
     "ArrowConvertingHandler",
     "ArrowTableHandler",
+    "SAFETY_FLOOR",
     "BackfillIncomplete",
+    "CompactOptions",
     "DatasetKeyCollision",
     "HandlerRegistry",
     "InMemoryStoreResource",
     "NoDataStored",
     "LocalStoreResource",
+    "MaintenanceConfig",
     "PandasDataFrameHandler",
     "PolarsDataFrameHandler",
     "PolarsLazyFrameHandler",
@@ -45,7 +49,9 @@ __all__ = [
     "StoreResource",
     "TypeHandler",
     "UnsupportedTypeError",
+    "VacuumOptions",
     "build_dataset_checks",
+    "build_maintenance_jobs",
     "builtin_handlers",
     "default_handlers",
     "default_registry",

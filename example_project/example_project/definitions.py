@@ -4,7 +4,8 @@ Every output is a Parquet dataset written by ``RemoteStoreIOManager``: on a
 local folder (``example_project/data`` unless ``PDS_DATA_ROOT`` says
 otherwise) by default, on S3 with ``PDS_STORE=s3`` (see :mod:`.resources`).
 Each asset has the dataset checks of :mod:`.checks`; :mod:`.maintenance`
-compacts the customer dimension on a weekly schedule.
+compacts and vacuums the customer dimension on a weekly schedule
+(``build_maintenance_jobs``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import dagster as dg
 from .assets import ALL_ASSETS
 from .checks import DATASET_CHECKS
 from .jobs import daily_events_job, marts_job, spark_orders_job
-from .maintenance import compact_dim_customers_job, compact_dim_customers_schedule
+from .maintenance import MAINTENANCE_JOBS, MAINTENANCE_SCHEDULES
 from .resources import build_resources
 
 
@@ -29,8 +30,8 @@ def build_definitions(environ: Mapping[str, str] | None = None) -> dg.Definition
     return dg.Definitions(
         assets=ALL_ASSETS,
         asset_checks=DATASET_CHECKS,
-        jobs=[daily_events_job, marts_job, spark_orders_job, compact_dim_customers_job],
-        schedules=[compact_dim_customers_schedule],
+        jobs=[daily_events_job, marts_job, spark_orders_job, *MAINTENANCE_JOBS],
+        schedules=MAINTENANCE_SCHEDULES,
         resources=build_resources(environ),
     )
 

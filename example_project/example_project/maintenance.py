@@ -1,65 +1,30 @@
-"""Maintenance: compact ``marts/dim_customers`` every week.
+"""Maintenance: compact and vacuum ``marts/dim_customers`` every week, with the package's maintenance job.
 
 The customer dimension is upserted once a day (``write_mode="merge"``); each
-merge adds small files, so the dataset accumulates them. ``compact_dim_customers``
-rewrites runs of small files into files near ``target_file_bytes`` as one
-atomic new version (``ParquetDatasetStore.compact_dataset``): readers see the
-old or the new version, and rows committed meanwhile are kept.
+merge adds small files, so the dataset accumulates them.
+``build_maintenance_jobs`` builds ``compact_dim_customers_job``, whose one op
+compacts the dataset (``ParquetDatasetStore.compact_dataset``: runs of small
+files become files near ``target_file_bytes``, as one atomic new version) and
+vacuums it (files no retained version lists, at least an hour old), and
+records the numbers as an observation on the asset page. The run config can
+override the options, e.g. ``{"dry_run": true}`` to only plan.
 """
 
 import dagster as dg
 
-from dagster_parquet_dataset import RemoteStoreIOManager
+from dagster_parquet_dataset import CompactOptions, VacuumOptions, build_maintenance_jobs
 
 #: The dataset of the ``marts/dim_customers`` asset.
 DIM_CUSTOMERS = dg.AssetKey(["marts", "dim_customers"])
 
-
-class CompactConfig(dg.Config):
-    """How large the compacted files should be, and whether only to plan."""
-
-    target_file_bytes: int = 128 * 1024 * 1024
-    dry_run: bool = False
-
-
-@dg.op(required_resource_keys={"io_manager"}, description="Compact the files of marts/dim_customers.")
-def compact_dim_customers(context: dg.OpExecutionContext, config: CompactConfig) -> None:
-    """``compact_dataset`` on the dimension's dataset (the key the IO manager stores the asset under)."""
-    io: RemoteStoreIOManager = context.resources.io_manager
-    key = io.dataset_key_for(DIM_CUSTOMERS)
-    result = io.datasets.compact_dataset(
-        key, target_file_bytes=config.target_file_bytes, dry_run=config.dry_run, run_id=context.run_id
-    )
-    context.log.info(
-        f"{key}: {result.files_read} files ({result.bytes_before} bytes) -> {result.files_written} files"
-        + ("" if result.version is None else f", committed as version {result.version}")
-    )
-    # Shown on the asset page of marts/dim_customers, next to its materializations.
-    context.log_event(
-        dg.AssetObservation(
-            asset_key=DIM_CUSTOMERS,
-            metadata={
-                "compaction_dataset_key": key,
-                "compaction_files_read": result.files_read,
-                "compaction_files_written": result.files_written,
-                "compaction_bytes_before": result.bytes_before,
-                "compaction_dry_run": result.dry_run,
-            },
-        )
-    )
-
-
-@dg.job(description="Compact marts/dim_customers (merge-heavy: one merge a day adds small files).")
-def compact_dim_customers_job() -> None:
-    """One op: :func:`compact_dim_customers`."""
-    compact_dim_customers()
-
-
-#: Sundays at 03:00 UTC; stopped until turned on in the UI (or with ``dagster schedule start``).
-compact_dim_customers_schedule = dg.ScheduleDefinition(
-    name="compact_dim_customers_schedule",
-    job=compact_dim_customers_job,
+#: ``compact_dim_customers_job`` and its schedule, Sundays at 03:00 UTC (stopped until turned on in the UI,
+#: or with ``dagster schedule start``).
+MAINTENANCE_JOBS, MAINTENANCE_SCHEDULES = build_maintenance_jobs(
+    [DIM_CUSTOMERS],
+    compact=CompactOptions(target_file_bytes=128 * 1024 * 1024),
+    vacuum=VacuumOptions(retain_versions=1),
     cron_schedule="0 3 * * 0",
-    execution_timezone="UTC",
-    description="Weekly compaction of the customer dimension's small files.",
+    name="compact_dim_customers",
 )
+[compact_dim_customers_job] = MAINTENANCE_JOBS
+[compact_dim_customers_schedule] = MAINTENANCE_SCHEDULES

@@ -85,6 +85,12 @@ def test_the_checks_pass_after_materializing_and_after_compaction(
     assert datasets.read_dataset("marts/dim_customers").sort_by("customer_id").equals(table_before)
     on_disk = [p for p in os.listdir(data_root / "marts" / "dim_customers") if p.endswith(".parquet")]
     assert len(on_disk) == 1, "the compacted files were removed (retain_versions=1)"
+    [record] = instance.fetch_observations(dg.AssetKey(["marts", "dim_customers"]), limit=1).records
+    observed = record.asset_observation.metadata
+    assert (observed["compaction_files_before"].value, observed["compaction_files_after"].value) == (
+        len(before.parts),
+        1,
+    )
 
     checks_only = dg.materialize(
         [*ALL_ASSETS, *DATASET_CHECKS],

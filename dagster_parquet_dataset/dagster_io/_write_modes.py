@@ -16,7 +16,8 @@ import pyarrow as pa
 from dagster import MetadataValue, OutputContext
 
 from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore
-from ..errors import VersionNotRetained
+from ..errors import OwnerMismatch, VersionNotRetained
+from . import _ownership as _own
 from ._handler_base import TypeHandler, require_parquet_types
 from ._presentation import Presentation
 from .options import WriteOptions
@@ -97,11 +98,37 @@ def write_output(
     :meth:`TypeHandler.write_with_options` (Spark appends and merges on its
     executors) or, when that returns ``None``, the Arrow route.
 
+    The Arrow route passes the owner ``metadata`` records as ``expect_owner``,
+    so the commit itself refuses a dataset another asset or partition wrote
+    meanwhile (see :mod:`._ownership`).
+
     Raises:
         TypeError: the handler cannot convert the output to Arrow, or a column's type cannot be
             stored as Parquet (the message names it); nothing is written.
+        DatasetKeyCollision: the dataset records another owner, checked by the commit; nothing
+            was committed.
         RemoteStoreError / ValueError: as the dataset layer's call.
     """
+    try:
+        return _route(context, datasets, handler, key, obj, options, run_id, metadata, presentation)
+    except _own.DatasetKeyCollision:
+        raise
+    except OwnerMismatch as exc:
+        raise _own.translated(exc, key) from exc
+
+
+def _route(
+    context: OutputContext | None,
+    datasets: ParquetDatasetStore,
+    handler: TypeHandler,
+    key: str,
+    obj: Any,
+    options: WriteOptions,
+    run_id: str | None,
+    metadata: dict[str, str],
+    presentation: Presentation | None,
+) -> Written:
+    """:func:`write_output`, with the dataset layer's own error types."""
     own = None
     if not handler.converts_in_process():
         if options.is_default:
@@ -120,18 +147,22 @@ def write_output(
     if own is not None and own.merge is not None:
         return _merged(datasets, key, options, own.merge)
     data = _arrow_of(handler, obj, presentation)
+    owner = _own.commit_owner(metadata)
     if options.write_mode == "overwrite":
+        partition_by = options.partition_by
         manifest = datasets.write_dataset(
-            data, key, overwrite=True, run_id=run_id, metadata=metadata, partition_by=options.partition_by
+            data, key, overwrite=True, run_id=run_id, metadata=metadata, partition_by=partition_by, expect_owner=owner
         )
         return Written.replaced(manifest)
     if options.write_mode == "append":
         data, taken = _counted(data)
-        manifest = datasets.append_dataset(data, key, run_id=run_id, metadata=metadata, **options.append_kwargs())
+        kwargs = options.append_kwargs()
+        manifest = datasets.append_dataset(data, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs)
         appended = taken()
         return Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
     source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
-    result = datasets.merge_dataset(source, key, run_id=run_id, metadata=metadata, **options.merge_kwargs())
+    kwargs = options.merge_kwargs()
+    result = datasets.merge_dataset(source, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs)
     return _merged(datasets, key, options, result)
 
 

@@ -64,9 +64,7 @@ def _assert_b_intact(store: Store, ids: list[int] = [1, 2]) -> None:  # noqa: B0
 
 
 WRITES: dict[str, Callable[[ParquetDatasetStore], object]] = {
-    "overwrite": lambda ds: ds.write_dataset(
-        _table("a", [7]), KEY, overwrite=True, metadata=RECORD_A, expect_owner=A
-    ),
+    "overwrite": lambda ds: ds.write_dataset(_table("a", [7]), KEY, overwrite=True, metadata=RECORD_A, expect_owner=A),
     "append": lambda ds: ds.append_dataset(_table("a", [7]), KEY, metadata=RECORD_A, expect_owner=A),
     "merge": lambda ds: ds.merge_dataset(_table("a", [7]), KEY, key_columns=["id"], metadata=RECORD_A, expect_owner=A),
 }

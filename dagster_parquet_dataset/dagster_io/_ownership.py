@@ -20,7 +20,8 @@ This module is pure: it compares metadata dicts, it does no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from ..errors import OwnerMismatch
 from ._handler_base import ASSET_KEY_KEY, OUTPUT_NAME_KEY, PARTITION_KEY_KEY, STEP_KEY_KEY
@@ -100,6 +101,17 @@ def collision(key: str, found: Mapping[str, str], expected: Mapping[str, str], *
     )
 
 
-def translated(exc: OwnerMismatch, key: str) -> DatasetKeyCollision:
-    """The dataset layer's :class:`OwnerMismatch` (a lost race to another owner) as a :class:`DatasetKeyCollision`."""
-    return collision(exc.key or key, exc.recorded, exc.expected, writing=True)
+@contextmanager
+def collisions(key: str) -> Iterator[None]:
+    """Around a write of dataset ``key``: the dataset layer's :class:`OwnerMismatch` (its commit found
+    another owner, e.g. after losing a race) becomes a :class:`DatasetKeyCollision`.
+
+    Raises:
+        DatasetKeyCollision: the write raised :class:`OwnerMismatch`.
+    """
+    try:
+        yield
+    except DatasetKeyCollision:
+        raise
+    except OwnerMismatch as exc:
+        raise collision(exc.key or key, exc.recorded, exc.expected, writing=True) from exc

@@ -70,6 +70,31 @@ class ManifestCorrupted(RemoteStoreError):
         self.reason = reason if reason is not None else message
 
 
+class OwnerMismatch(RemoteStoreError):
+    """The dataset records another owner than the write expected (its ``expect_owner``); nothing was committed.
+
+    Raised by the commit itself, against whichever version it would replace or
+    extend, so two writers with different owners racing to the same key never
+    both succeed.
+
+    Attributes:
+        key: the dataset key.
+        recorded: the owner entries the dataset's live version records.
+        expected: the owner entries the write expected (absent keys: expected absent).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        key: str | None = None,
+        recorded: dict[str, str] | None = None,
+        expected: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.key, self.recorded, self.expected = key, dict(recorded or {}), dict(expected or {})
+
+
 class CommitConflict(RemoteStoreError):
     """A compare-and-swap commit lost: another writer changed the target first."""
 

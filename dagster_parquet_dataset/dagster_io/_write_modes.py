@@ -17,6 +17,7 @@ from dagster import MetadataValue, OutputContext
 
 from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore
 from ..errors import VersionNotRetained
+from . import _ownership as _own
 from ._handler_base import TypeHandler, require_parquet_types
 from ._presentation import Presentation
 from .options import WriteOptions
@@ -97,42 +98,60 @@ def write_output(
     :meth:`TypeHandler.write_with_options` (Spark appends and merges on its
     executors) or, when that returns ``None``, the Arrow route.
 
+    The Arrow route passes the owner ``metadata`` records as ``expect_owner``,
+    so the commit itself refuses a dataset another asset or partition wrote
+    meanwhile (see :mod:`._ownership`).
+
     Raises:
         TypeError: the handler cannot convert the output to Arrow, or a column's type cannot be
             stored as Parquet (the message names it); nothing is written.
+        DatasetKeyCollision: the dataset records another owner, checked by the commit; nothing
+            was committed.
         RemoteStoreError / ValueError: as the dataset layer's call.
     """
-    own = None
-    if not handler.converts_in_process():
-        if options.is_default:
-            manifest = handler.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
-            if presentation is not None:
+    with _own.collisions(key):
+        own = None
+        if not handler.converts_in_process():
+            if options.is_default:
+                manifest = handler.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
+                if presentation is not None:
+                    presentation.preview_by_limit(obj)
+                return Written.replaced(manifest)
+            own = handler.write_with_options(context, datasets, key, obj, options, run_id=run_id, metadata=metadata)
+            if own is not None and presentation is not None:
                 presentation.preview_by_limit(obj)
+            if own is not None and own.merge is None and own.manifest is not None:
+                rows = own.rows if own.rows is not None else own.manifest.row_count
+                if options.write_mode == "append":
+                    return Written(own.manifest, rows, None, {"rows_appended": MetadataValue.int(rows)})
+                return Written(own.manifest, rows, total_bytes(own.manifest))
+        if own is not None and own.merge is not None:
+            return _merged(datasets, key, options, own.merge)
+        data = _arrow_of(handler, obj, presentation)
+        owner = _own.commit_owner(metadata)
+        if options.write_mode == "overwrite":
+            manifest = datasets.write_dataset(
+                data,
+                key,
+                overwrite=True,
+                run_id=run_id,
+                metadata=metadata,
+                partition_by=options.partition_by,
+                expect_owner=owner,
+            )
             return Written.replaced(manifest)
-        own = handler.write_with_options(context, datasets, key, obj, options, run_id=run_id, metadata=metadata)
-        if own is not None and presentation is not None:
-            presentation.preview_by_limit(obj)
-        if own is not None and own.merge is None and own.manifest is not None:
-            rows = own.rows if own.rows is not None else own.manifest.row_count
-            if options.write_mode == "append":
-                return Written(own.manifest, rows, None, {"rows_appended": MetadataValue.int(rows)})
-            return Written(own.manifest, rows, total_bytes(own.manifest))
-    if own is not None and own.merge is not None:
-        return _merged(datasets, key, options, own.merge)
-    data = _arrow_of(handler, obj, presentation)
-    if options.write_mode == "overwrite":
-        manifest = datasets.write_dataset(
-            data, key, overwrite=True, run_id=run_id, metadata=metadata, partition_by=options.partition_by
-        )
-        return Written.replaced(manifest)
-    if options.write_mode == "append":
-        data, taken = _counted(data)
-        manifest = datasets.append_dataset(data, key, run_id=run_id, metadata=metadata, **options.append_kwargs())
-        appended = taken()
-        return Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
-    source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
-    result = datasets.merge_dataset(source, key, run_id=run_id, metadata=metadata, **options.merge_kwargs())
-    return _merged(datasets, key, options, result)
+        if options.write_mode == "append":
+            data, taken = _counted(data)
+            kwargs = options.append_kwargs()
+            manifest = datasets.append_dataset(
+                data, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs
+            )
+            appended = taken()
+            return Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
+        source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
+        kwargs = options.merge_kwargs()
+        result = datasets.merge_dataset(source, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs)
+        return _merged(datasets, key, options, result)
 
 
 def _merged(datasets: ParquetDatasetStore, key: str, options: WriteOptions, result: MergeResult) -> Written:

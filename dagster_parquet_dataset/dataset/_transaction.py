@@ -26,6 +26,9 @@ Rules it enforces:
   version or a retained version lists, never a reserved name.
 - Lost races are retried on top of the latest version with one jittered
   exponential backoff (:class:`Backoff`) until ``commit_timeout`` runs out.
+- With an expected owner (``expect_owner``), the version a commit replaces or
+  extends must record that owner or none: checked on every attempt, so a writer
+  that lost the race to another owner gives up (:class:`OwnerMismatch`).
 - After a conflict that broke the lineage (the dataset was deleted or replaced
   meanwhile), the writer checks its parts still exist before committing them.
 """
@@ -36,7 +39,7 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -59,6 +62,7 @@ from ._layout import (
     version_path,
 )
 from ._options import DatasetOptions
+from ._owner import check_expect_owner, check_owner
 from ._read import PartsVanished
 from .manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
 
@@ -137,6 +141,7 @@ class PendingWrite:
         spec_names: whether this writer holds the new dataset's ``_claim``, so
             its parts may carry exactly the Spec names.
         overwrite, run_id, metadata: as given to ``begin_write``.
+        expect_owner: the owner the replaced version must record, if any (:func:`._owner.check_owner`).
     """
 
     key: str
@@ -147,6 +152,7 @@ class PendingWrite:
     metadata: dict[str, str] | None
     current: DatasetManifest | None = field(repr=False)
     token: str | None = field(repr=False)
+    expect_owner: dict[str, str | None] | None = None
 
     def part_name(self, index: int) -> str:
         """Name of part ``index`` relative to the dataset key: ``part-NNNNN.parquet``, or with :attr:`txn`."""
@@ -312,15 +318,22 @@ class Transaction:
         claim: bool = False,
         exclusive: bool = False,
         current: tuple[DatasetManifest | None, str | None] | None = None,
+        expect_owner: Mapping[str, str | None] | None = None,
     ) -> Transaction:
         """Begin on the live version of ``key`` (or on ``current``, a ``(manifest, token)`` already read).
 
         With ``claim``, a new dataset's ``_claim`` is tried, so the parts may carry Spec names.
+
+        Raises:
+            TypeError: a bad ``expect_owner``.
+            OwnerMismatch: the live version records another owner than ``expect_owner``.
         """
+        expect_owner = check_expect_owner(expect_owner)
         manifest, token = read_raw(options.store, key) if current is None else current
         tombstone = is_tombstone(manifest)
         if tombstone:
             manifest = None  # a delete's (possibly one that crashed): the dataset is absent, replace the tombstone
+        check_owner(key, expect_owner, manifest)  # early; the commit checks again on what it replaces
         txn = new_txn()
         spec_names = claim and (token is None or tombstone) and _claim(options.store, key, txn)
         pending = PendingWrite(
@@ -332,6 +345,7 @@ class Transaction:
             metadata=metadata,
             current=manifest,
             token=token,
+            expect_owner=expect_owner,
         )
         made = cls(options, pending, exclusive=exclusive)
         made.exists = token is not None and not tombstone
@@ -389,6 +403,8 @@ class Transaction:
 
         Raises:
             AlreadyExists: ``exclusive`` and another writer created the dataset meanwhile.
+            OwnerMismatch: the version the commit would replace records another owner than
+                the write's ``expect_owner`` (checked on every attempt); nothing is committed.
             CommitConflict: other writers kept winning for ``commit_timeout``
                 seconds, or the dataset was deleted under this write and took
                 some of its parts with it.
@@ -427,6 +443,7 @@ class Transaction:
         backoff = Backoff(self.options.commit_timeout)
         unanswered = 0
         while True:
+            check_owner(key, self.pending.expect_owner, current)
             candidate = self._candidate(build(current), current, token)
             if current is not None and self.options.retain_versions != 1:
                 # Keep the replaced version readable: its manifest moves into _versions/.

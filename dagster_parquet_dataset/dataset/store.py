@@ -16,13 +16,7 @@ import pyarrow as pa
 
 from ..storage.base import Capability, Store, validate_key
 from ._merge import MergeResult
-from ._ops import append as _append
-from ._ops import delete as _delete
-from ._ops import history as _history
-from ._ops import merge as _merge
-from ._ops import read as _read
-from ._ops import verify as _verify
-from ._ops import write as _write
+from ._ops import append, delete, history, merge, read, verify, write
 from ._ops.append import PendingAppend
 from ._ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
 from ._ops.listing import DatasetListing, list_datasets
@@ -61,6 +55,8 @@ class ParquetDatasetStore:
         commit_timeout: seconds a commit keeps retrying when other writers
             commit first (jittered exponential backoff) before it raises
             :class:`CommitConflict`.
+
+    ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``_owner``).
 
     Construction does no I/O.
 
@@ -114,6 +110,7 @@ class ParquetDatasetStore:
         run_id: str | None = None,
         metadata: dict[str, str] | None = None,
         partition_by: Sequence[str] | None = None,
+        expect_owner: Mapping[str, str | None] | None = None,
     ) -> DatasetManifest:
         """Write ``table`` as the dataset ``key`` and commit it atomically (PDS-002).
 
@@ -123,12 +120,17 @@ class ParquetDatasetStore:
             CapabilityNotSupported: the store cannot write (or delete, to overwrite).
             TypeError / ValueError: bad input; nothing is written.
         """
-        return _write.write_dataset(
-            self._options, table, key, overwrite=overwrite, run_id=run_id, metadata=metadata, partition_by=partition_by
-        )
+        args = (overwrite, run_id, metadata, partition_by, expect_owner)
+        return write.write_dataset(self._options, table, key, *args)
 
     def begin_write(
-        self, key: str, *, overwrite: bool = False, run_id: str | None = None, metadata: dict[str, str] | None = None
+        self,
+        key: str,
+        *,
+        overwrite: bool = False,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        expect_owner: Mapping[str, str | None] | None = None,
     ) -> PendingWrite:
         """Start a write whose parts the caller writes itself; finish it with :meth:`commit_write`.
 
@@ -137,7 +139,7 @@ class ParquetDatasetStore:
             CapabilityNotSupported: the store cannot write (or delete, to overwrite).
             TypeError / ValueError: bad key, ``run_id`` or ``metadata``.
         """
-        return _write.begin_write(self._options, key, overwrite=overwrite, run_id=run_id, metadata=metadata)
+        return write.begin_write(self._options, key, overwrite, run_id, metadata, expect_owner)
 
     def commit_write(
         self,
@@ -155,7 +157,7 @@ class ParquetDatasetStore:
             DatasetIncomplete: a part is missing or disagrees with its entry; nothing is committed.
             TypeError / ValueError: a malformed entry or schema; nothing is committed.
         """
-        return _write.commit_write(self._options, pending, entries, schema, partition_by=partition_by)
+        return write.commit_write(self._options, pending, entries, schema, partition_by=partition_by)
 
     def abandon_write(self, pending: PendingWrite | PendingAppend | MergePlan, parts: Sequence[str] = ()) -> None:
         """Give up a write begun with :meth:`begin_write`, :meth:`begin_append` or :meth:`plan_merge`.
@@ -163,13 +165,13 @@ class ParquetDatasetStore:
         Raises:
             TypeError: ``pending`` did not come from one of those methods.
         """
-        write = pending.write if isinstance(pending, PendingAppend) else pending
-        write = write.pending() if isinstance(write, MergePlan) else write
-        if not isinstance(write, PendingWrite):
+        base = pending.write if isinstance(pending, PendingAppend) else pending
+        base = base.pending() if isinstance(base, MergePlan) else base
+        if not isinstance(base, PendingWrite):
             raise TypeError(
                 f"pending must come from begin_write, begin_append or plan_merge, got {type(pending).__name__}"
             )
-        _write.abandon_write(self._options, write, parts)
+        write.abandon_write(self._options, base, parts)
 
     def append_dataset(
         self,
@@ -180,6 +182,7 @@ class ParquetDatasetStore:
         metadata: dict[str, str] | None = None,
         partition_by: Sequence[str] | None = None,
         allow_new_columns: bool = False,
+        expect_owner: Mapping[str, str | None] | None = None,
     ) -> DatasetManifest:
         """Add ``table``'s rows to the dataset ``key`` as a new version (creating it if absent).
 
@@ -189,8 +192,8 @@ class ParquetDatasetStore:
             ManifestCorrupted: the live manifest cannot be parsed.
             TypeError: bad input; nothing is written.
         """
-        options = self._options
-        return _append.append_dataset(options, table, key, run_id, metadata, partition_by, allow_new_columns)
+        args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
+        return append.append_dataset(self._options, table, key, *args)
 
     def merge_dataset(
         self,
@@ -202,6 +205,7 @@ class ParquetDatasetStore:
         partition_by: Sequence[str] | None = None,
         run_id: str | None = None,
         metadata: dict[str, str] | None = None,
+        expect_owner: Mapping[str, str | None] | None = None,
     ) -> MergeResult:
         """Merge ``source`` into the dataset by ``key_columns`` (docs/datasets.md).
 
@@ -212,8 +216,8 @@ class ParquetDatasetStore:
             CommitConflict: concurrent commits kept changing its files for ``commit_timeout``.
             TypeError: ``source`` is not a ``pyarrow.Table``.
         """
-        options = self._options
-        return _merge.merge_dataset(options, source, key, key_columns, strategy, partition_by, run_id, metadata)
+        args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner)
+        return merge.merge_dataset(self._options, source, key, *args)
 
     def compact_dataset(
         self,
@@ -245,6 +249,7 @@ class ParquetDatasetStore:
         metadata: dict[str, str] | None = None,
         partition_by: Sequence[str] | None = None,
         allow_new_columns: bool = False,
+        expect_owner: Mapping[str, str | None] | None = None,
     ) -> PendingAppend:
         """Start an append whose parts the caller writes itself; finish it with :meth:`commit_append`.
 
@@ -255,8 +260,8 @@ class ParquetDatasetStore:
             CapabilityNotSupported: the store cannot write.
             TypeError: bad key, schema, ``run_id`` or ``metadata``.
         """
-        metadata = check_metadata(metadata)
-        return _append.begin_append(self._options, key, schema, run_id, metadata, partition_by, allow_new_columns)
+        args = (run_id, check_metadata(metadata), partition_by, allow_new_columns, expect_owner)
+        return append.begin_append(self._options, key, schema, *args)
 
     def commit_append(self, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:
         """Commit parts written for ``pending`` as an append, rebased on concurrent commits.
@@ -266,7 +271,7 @@ class ParquetDatasetStore:
             DatasetIncomplete: a part is missing or disagrees with its entry; nothing is committed.
             TypeError / ValueError: a bad entry, or a concurrent commit changed the schema.
         """
-        return _append.commit_append(self._options, pending, entries)
+        return append.commit_append(self._options, pending, entries)
 
     def plan_merge(
         self,
@@ -280,6 +285,7 @@ class ParquetDatasetStore:
         partition_by: Sequence[str] | None = None,
         run_id: str | None = None,
         metadata: dict[str, str] | None = None,
+        expect_owner: Mapping[str, str | None] | None = None,
     ) -> MergePlan:
         """Plan a merge whose parts the caller writes itself; finish it with :meth:`commit_merge`.
 
@@ -290,7 +296,7 @@ class ParquetDatasetStore:
             TypeError: bad ``key_columns`` or ``source_schema``.
         """
         args = (source_schema, key_columns, strategy, key_ranges, partitions, partition_by, run_id)
-        return plan_merge(self._options, key, *args, check_metadata(metadata))
+        return plan_merge(self._options, key, *args, check_metadata(metadata), expect_owner)
 
     def commit_merge(
         self,
@@ -311,7 +317,7 @@ class ParquetDatasetStore:
             TypeError / ValueError: ``plan`` is not from :meth:`plan_merge` on an existing
                 dataset, a rewritten file is not a candidate, or a bad entry.
         """
-        return _merge.commit_merge(
+        return merge.commit_merge(
             self._options, plan, rewritten=rewritten, new_entries=new_entries, inserted=inserted, updated=updated
         )
 
@@ -323,7 +329,7 @@ class ParquetDatasetStore:
             VersionNotRetained: ``version`` is no longer kept (a ``NotFound``).
             ManifestCorrupted: the manifest cannot be parsed or is invalid.
         """
-        return _history.read_manifest(self.store, self._key(key), version=version)
+        return history.read_manifest(self.store, self._key(key), version=version)
 
     def history(self, key: str) -> list[DatasetManifest]:
         """Manifests of the retained versions a reader can open, newest first (the live one first).
@@ -332,7 +338,7 @@ class ParquetDatasetStore:
             NotFound: the dataset has no manifest.
             ManifestCorrupted: the live manifest cannot be parsed.
         """
-        return _history.history(self.store, self._key(key))
+        return history.history(self.store, self._key(key))
 
     def plan_read(self, key: str, *, filters: Any = None, version: int | None = None) -> ReadPlan:
         """Which files a read with ``filters`` would touch and which it prunes (one manifest read).
@@ -341,7 +347,7 @@ class ParquetDatasetStore:
             DatasetNotFound / DatasetIncomplete / NotFound: as :meth:`read_dataset`.
             ValueError / TypeError: malformed filters or an unknown column.
         """
-        return _read.plan_read(self.store, self._key(key), filters=filters, version=version)
+        return read.plan_read(self.store, self._key(key), filters=filters, version=version)
 
     def read_dataset(
         self, key: str, *, columns: Sequence[str] | None = None, filters: Any = None, version: int | None = None
@@ -356,7 +362,7 @@ class ParquetDatasetStore:
             ManifestCorrupted: the manifest cannot be parsed or lists a part twice.
             ValueError / TypeError: an unknown column, malformed or unevaluable filters.
         """
-        return _read.read_dataset(self.store, self._key(key), columns=columns, filters=filters, version=version)
+        return read.read_dataset(self.store, self._key(key), columns=columns, filters=filters, version=version)
 
     def scan_dataset(
         self, key: str, *, columns: Sequence[str] | None = None, filters: Any = None, version: int | None = None
@@ -368,7 +374,7 @@ class ParquetDatasetStore:
             ValueError / TypeError: an unknown column, malformed filters.
             CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
         """
-        return _read.scan(self.store, [self._key(key)], columns=columns, filters=filters, version=version)
+        return read.scan(self.store, [self._key(key)], columns=columns, filters=filters, version=version)
 
     def scan_datasets(
         self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None
@@ -382,12 +388,12 @@ class ParquetDatasetStore:
             DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as :meth:`read_dataset`.
             CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
         """
-        checked = _read.check_scan_keys(keys)
-        return _read.scan(self.store, checked, columns=columns, filters=filters)
+        checked = read.check_scan_keys(keys)
+        return read.scan(self.store, checked, columns=columns, filters=filters)
 
     def dataset_exists(self, key: str) -> bool:
         """Whether ``{key}/_SUCCESS`` exists (PDS-007); a missing ``_SUCCESS`` after a commit is repaired."""
-        return _read.dataset_exists(self.store, self._key(key))
+        return read.dataset_exists(self.store, self._key(key))
 
     def list_datasets(self, prefix: str = "") -> list[DatasetListing]:
         """The datasets whose key is ``prefix`` or lies under the folder ``prefix``, sorted by key.
@@ -412,7 +418,7 @@ class ParquetDatasetStore:
             StoreAccessError / OSError: the store cannot be reached.
             ValueError / TypeError: a bad key or version.
         """
-        return _verify.verify_dataset(self.store, self._key(key), version=version, progress=progress)
+        return verify.verify_dataset(self.store, self._key(key), version=version, progress=progress)
 
     def vacuum(
         self,
@@ -441,4 +447,4 @@ class ParquetDatasetStore:
             CapabilityNotSupported: the store cannot delete or list.
             CommitConflict: other writers kept committing for ``commit_timeout``.
         """
-        _delete.delete_dataset(self._options, self._key(key))
+        delete.delete_dataset(self._options, self._key(key))

@@ -13,10 +13,12 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 
-from dagster_parquet_dataset import ParquetDatasetStore
-from dagster_parquet_dataset.dagster_io import DatasetKeyCollision, RemoteStoreIOManager
+from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, Store
+from dagster_parquet_dataset.dagster_io import DatasetKeyCollision, LocalStoreResource, RemoteStoreIOManager
+from dagster_parquet_dataset.dagster_io.resources import StoreResource
+from tests._stores import WrappingStore
 
-from .conftest import manifest, read
+from .conftest import manifest, parquet_files, read
 
 regions = dg.StaticPartitionsDefinition(["eu", "us"])
 
@@ -124,3 +126,44 @@ def test_manifests_without_a_record_still_load_and_mismatching_ones_do_not(
     # Re-materializing over a legacy dataset is fine, and records the owner from then on.
     io_manager.handle_output(dg.build_output_context(asset_key=dg.AssetKey(["legacy"])), pa.table({"n": [3]}))
     assert manifest(datasets, "legacy").metadata["dagster.asset_key"] == "legacy"
+
+
+#: What the racing store runs right before the next swap of ``sales/eu/manifest.json``.
+_BEFORE_SWAP: list[Any] = []
+
+
+class _OtherAssetCommitsFirst(WrappingStore):
+    """A real LocalStore on which another asset's run commits right before this run's manifest swap."""
+
+    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+        if path == "sales/eu/manifest.json" and _BEFORE_SWAP:
+            _BEFORE_SWAP.pop()()
+        return super().write_if(path, data, expected=expected)
+
+
+class RacingLocalStoreResource(StoreResource):
+    root: str
+
+    def get_store(self) -> Store:
+        return _OtherAssetCommitsFirst(LocalStore(self.root))
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["both-create", "both-replace"])
+def test_two_assets_racing_to_one_key_the_commit_refuses_the_second(
+    root: str, datasets: ParquetDatasetStore, instance: dg.DagsterInstance, existing: bool
+) -> None:
+    """Issue 18 #13: both pass the early check; the owner in the commit's condition refuses the loser."""
+    plain = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    if existing:  # a dataset without an owner record: both writers' early checks accept it
+        datasets.write_dataset(pa.table({"source": ["unowned"], "region": ["eu"]}), "sales/eu")
+    _BEFORE_SWAP[:] = [lambda: _run([sales_by_region], plain, instance, partition_key="eu")]
+
+    result = _run([sales_eu], RemoteStoreIOManager(store=RacingLocalStoreResource(root=root)), instance)
+    assert not _BEFORE_SWAP, "the other asset must have run inside the race window"
+    assert not result.success
+    error = _error(result)
+    _assert_names_both(error)
+    assert "OwnerMismatch" in error  # the commit refused it, not the early check
+    assert read(datasets, "sales/eu").column("source").to_pylist() == ["sales partition"]
+    live = manifest(datasets, "sales/eu")
+    assert parquet_files(datasets, "sales/eu") == sorted(f"sales/eu/{p}" for p in live.parts)

@@ -7,7 +7,7 @@ In-process (:func:`append_dataset`) or with parts written elsewhere
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -104,13 +104,15 @@ def _begin(
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
+    expect_owner: Mapping[str, str | None] | None,
 ) -> tuple[Transaction, tuple[str, ...], pa.Schema | None]:
     """The append's transaction, partitioning and target schema (``None`` for a new dataset)."""
     check_key_fits(options.store, key)
     check_column_names(schema, key=key)
     check_run_id(run_id)
     options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, action="append to datasets")
-    txn = Transaction.begin(options, key, overwrite=False, run_id=run_id, metadata=check_metadata(metadata))
+    metadata = check_metadata(metadata)
+    txn = Transaction.begin(options, key, overwrite=False, run_id=run_id, metadata=metadata, expect_owner=expect_owner)
     current = txn.current
     if current is None and txn.exists:
         read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
@@ -133,11 +135,13 @@ def append_dataset(
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> DatasetManifest:
     """See :meth:`ParquetDatasetStore.append_dataset`."""
     key = validate_key(key, what="dataset key")
     check_input(table, "append_dataset")
-    txn, partition, target = _begin(options, key, table.schema, run_id, metadata, partition_by, allow_new_columns)
+    args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
+    txn, partition, target = _begin(options, key, table.schema, *args)
     if target is not None:
         table = conform_data(table, target, key=key)
     check_write_fits(options.store, key, table, partition)
@@ -155,12 +159,15 @@ def begin_append(
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> PendingAppend:
     """See :meth:`ParquetDatasetStore.begin_append`."""
     key = validate_key(key, what="dataset key")
     if not isinstance(schema, pa.Schema):
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
-    txn, partition, target = _begin(options, key, schema, run_id, metadata, partition_by, allow_new_columns)
+    txn, partition, target = _begin(
+        options, key, schema, run_id, metadata, partition_by, allow_new_columns, expect_owner
+    )
     if target is None:
         target = schema
     else:

@@ -7,7 +7,7 @@ writer wrote (planned by :func:`~.merge_plan.plan_merge`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +20,7 @@ from .._keys import check_key_fits, check_write_fits
 from .._layout import part_name
 from .._merge import KeyIndex, MergeResult, check_merge_args, check_merge_types, match_keys
 from .._options import DatasetOptions, check_metadata
+from .._owner import check_expect_owner, check_owner
 from .._partition import encode_partition_values
 from .._read import parallel_map, read_parts
 from .._schema import conform_table
@@ -49,12 +50,14 @@ def merge_dataset(
     partition_by: Sequence[str] | None,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> MergeResult:
     """See :meth:`ParquetDatasetStore.merge_dataset`."""
     key = validate_key(key, what="dataset key")
     keys = check_merge_args(source, key_columns, strategy)
     check_key_fits(options.store, key)
     metadata = check_metadata(metadata)
+    owner = check_expect_owner(expect_owner)
     options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
 
     def attempt() -> MergeResult:
@@ -63,12 +66,20 @@ def merge_dataset(
             if current is None and token is not None:
                 read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
             if current is not None:
-                return _merge_into(options, key, current, token, source, keys, strategy, partition_by, run_id, metadata)
+                args = (source, keys, strategy, partition_by, run_id, metadata)
+                return _merge_into(options, key, current, token, *args, expect_owner=owner)
             if strategy == "update":
                 raise DatasetNotFound(f"dataset {key!r} does not exist; nothing to update")
             try:
                 manifest = write_dataset(
-                    options, source, key, overwrite=False, run_id=run_id, metadata=metadata, partition_by=partition_by
+                    options,
+                    source,
+                    key,
+                    overwrite=False,
+                    run_id=run_id,
+                    metadata=metadata,
+                    partition_by=partition_by,
+                    expect_owner=owner,
                 )
             except AlreadyExists:
                 continue  # created meanwhile: merge into it
@@ -95,14 +106,18 @@ def _merge_into(
     partition_by: Sequence[str] | None,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    *,
+    expect_owner: dict[str, str | None] | None,
 ) -> MergeResult:
     """Merge ``source`` into version ``current`` of ``key`` (see :meth:`ParquetDatasetStore.merge_dataset`).
 
     Raises:
+        OwnerMismatch: ``current`` records another owner than ``expect_owner``.
         Replan: a concurrent commit changed files this merge planned on.
         PartsVanished: a candidate file disappeared while it was read.
         ValueError: as ``merge_dataset``.
     """
+    check_owner(key, expect_owner, current)  # also when the merge turns out to change nothing
     schema, partition = merge_target(key, current, partition_by)
     source = conform_table(source, schema, key=key)
     check_write_fits(options.store, key, source, partition)
@@ -148,7 +163,10 @@ def _merge_into(
     if not rewrite and not len(insert_rows):
         return MergeResult(0, 0, (), tuple(current.parts), (), None)
 
-    txn = Transaction.begin(options, key, overwrite=True, run_id=run_id, metadata=metadata, current=(current, token))
+    at = (current, token)
+    txn = Transaction.begin(
+        options, key, overwrite=True, run_id=run_id, metadata=metadata, current=at, expect_owner=expect_owner
+    )
     with txn.writing():
         jobs: list[PartJob] = []
         for n, entry in enumerate(rewrite):

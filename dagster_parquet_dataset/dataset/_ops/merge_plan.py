@@ -21,6 +21,7 @@ from .._keys import check_key_fits
 from .._layout import part_name
 from .._merge import check_key_columns, check_merge_types
 from .._options import DatasetOptions
+from .._owner import check_expect_owner, check_owner
 from .._partition import check_partition_by, encode_partition_values
 from .._pruning import ColumnStats, partition_stats
 from .._read import file_constants
@@ -144,6 +145,7 @@ class MergePlan:
     version: int | None
     run_id: str | None = None
     metadata: dict[str, str] | None = None
+    expect_owner: dict[str, str | None] | None = None
     manifest: DatasetManifest | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
     ranges: Mapping[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
@@ -163,6 +165,7 @@ class MergePlan:
             metadata=self.metadata,
             current=self.manifest,
             token=self.token,
+            expect_owner=self.expect_owner,
         )
 
 
@@ -177,8 +180,10 @@ def plan_merge(
     partition_by: Sequence[str] | None,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> MergePlan:
     """See :meth:`ParquetDatasetStore.plan_merge`."""
+    owner = check_expect_owner(expect_owner)
     key = validate_key(key, what="dataset key")
     check_key_fits(options.store, key)
     if not isinstance(source_schema, pa.Schema):
@@ -191,6 +196,7 @@ def plan_merge(
     current, token = read_current(options.store, key)
     if current is None and token is not None:
         read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
+    check_owner(key, owner, current)  # early; commit_merge checks again on what it replaces
     if current is None:
         partition = check_partition_by(partition_by, source_schema)
         return MergePlan(
@@ -206,6 +212,7 @@ def plan_merge(
             version=None,
             run_id=run_id,
             metadata=metadata,
+            expect_owner=owner,
         )
     schema, partition = merge_target(key, current, partition_by)
     conform_table(source_schema.empty_table(), schema, key=key)  # same columns, castable types
@@ -228,6 +235,7 @@ def plan_merge(
         version=current.version,
         run_id=run_id,
         metadata=metadata,
+        expect_owner=owner,
         manifest=current,
         token=token,
         ranges=ranges,

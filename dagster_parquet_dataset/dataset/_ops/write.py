@@ -4,7 +4,7 @@ merges use to encode their new parts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -35,11 +35,11 @@ def write_dataset(
     options: DatasetOptions,
     table: pa.Table | pa.RecordBatchReader,
     key: str,
-    *,
     overwrite: bool,
     run_id: str | None,
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> DatasetManifest:
     """See :meth:`ParquetDatasetStore.write_dataset`."""
     key = validate_key(key, what="dataset key")
@@ -48,7 +48,7 @@ def write_dataset(
     partition = check_partition_by(partition_by, table.schema)
     check_write_fits(options.store, key, table, partition)
     schema = recorded_schema(table.schema, partition, key=key)
-    txn = _begin(options, key, overwrite=overwrite, run_id=run_id, metadata=metadata)
+    txn = _begin(options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner)
     with txn.writing():
         entries = write_parts(options, txn, table, partition)
     operation = "overwrite" if txn.exists else "write"
@@ -68,19 +68,26 @@ def write_dataset(
 def begin_write(
     options: DatasetOptions,
     key: str,
-    *,
     overwrite: bool,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> PendingWrite:
     """See :meth:`ParquetDatasetStore.begin_write`."""
+    key = validate_key(key, what="dataset key")
     return _begin(
-        options, validate_key(key, what="dataset key"), overwrite=overwrite, run_id=run_id, metadata=metadata
+        options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner
     ).pending
 
 
 def _begin(
-    options: DatasetOptions, key: str, *, overwrite: bool, run_id: str | None, metadata: dict[str, str] | None
+    options: DatasetOptions,
+    key: str,
+    *,
+    overwrite: bool,
+    run_id: str | None,
+    metadata: dict[str, str] | None,
+    expect_owner: Mapping[str, str | None] | None,
 ) -> Transaction:
     check_key_fits(options.store, key)
     check_run_id(run_id)
@@ -90,7 +97,14 @@ def _begin(
         needed.append(Capability.DELETE)
     options.require(*needed, action="write datasets" + (" with overwrite=True" if overwrite else ""))
     txn = Transaction.begin(
-        options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, claim=True, exclusive=not overwrite
+        options,
+        key,
+        overwrite=overwrite,
+        run_id=run_id,
+        metadata=metadata,
+        claim=True,
+        exclusive=not overwrite,
+        expect_owner=expect_owner,
     )
     if txn.exists and not overwrite:
         if txn.current is not None and not options.store.exists(f"{key}/{SUCCESS_NAME}"):

@@ -10,69 +10,61 @@ from __future__ import annotations
 
 import dagster as dg
 
-_C = dg.TableColumn
+#: What each column holds, wherever it appears (an asset may say more, see :func:`_schema`).
+_DESCRIPTIONS = {
+    "event_id": "Event id, unique after deduplication",
+    "ts": "When the event happened (UTC)",
+    "customer_id": "Customer number from the CRM",
+    "event_type": "page_view, add_to_cart or purchase",
+    "country": "ISO 3166 alpha-2 code",
+    "amount": "Purchase amount (positive for purchases); empty for other events",
+    "event_date": "The UTC day of the event",
+    "events": "Number of events",
+    "customers": "Distinct customers with such an event",
+    "revenue": "Sum of purchase amounts, rounded to cents",
+    "days": "Days with events from this country",
+    "page_views": "Number of page views",
+    "purchases": "Number of purchases",
+    "conversion": "Purchases per page view; empty without page views",
+    "name": "Full name",
+    "email": "Contact e-mail address",
+    "tier": "Subscription tier: free, plus or pro",
+    "updated_at": "When the CRM last changed the profile (UTC)",
+}
 
-_CUSTOMER_ID = "Customer number from the CRM"
-_COUNTRY = "ISO 3166 alpha-2 code of the customer's country"
+
+def _schema(columns: str, **descriptions: str) -> dg.TableSchema:
+    """A ``TableSchema`` of ``"name:type name:type ..."`` (Arrow type names, written without spaces:
+    ``timestamp[ms,tz=UTC]`` for ``timestamp[ms, tz=UTC]``); ``descriptions`` replace the shared ones by name."""
+    pairs = [(name, typ.replace(",", ", ")) for name, typ in (c.split(":", 1) for c in columns.split())]
+    return dg.TableSchema(
+        columns=[
+            dg.TableColumn(name, typ, description=descriptions.get(name, _DESCRIPTIONS[name])) for name, typ in pairs
+        ]
+    )
+
+
+_EVENT = "event_id:string ts:timestamp[ms,tz=UTC] customer_id:int64 event_type:string country:string amount:double"
 
 #: ``raw/click_events``: one row per event as delivered.
-RAW_EVENTS = dg.TableSchema(
-    columns=[
-        _C("event_id", "string", description="Event id; a redelivered event repeats it"),
-        _C("ts", "timestamp[ms, tz=UTC]", description="When the event happened (UTC)"),
-        _C("customer_id", "int64", description=_CUSTOMER_ID + "; empty when the tracker lost it"),
-        _C("event_type", "string", description="page_view, add_to_cart or purchase"),
-        _C("country", "string", description="Country code as the tracker sent it (untrimmed, any case)"),
-        _C("amount", "double", description="Purchase amount; empty for other events"),
-    ]
+RAW_EVENTS = _schema(
+    _EVENT,
+    event_id="Event id; a redelivered event repeats it",
+    customer_id="Customer number from the CRM; empty when the tracker lost it",
+    country="Country code as the tracker sent it (untrimmed, any case)",
 )
-
 #: ``staging/clean_events``: the raw columns cleaned, plus the event's day.
-CLEAN_EVENTS = dg.TableSchema(
-    columns=[
-        _C("event_id", "string", description="Event id, unique after deduplication"),
-        _C("ts", "timestamp[ms, tz=UTC]", description="When the event happened (UTC)"),
-        _C("customer_id", "int64", description=_CUSTOMER_ID),
-        _C("event_type", "string", description="page_view, add_to_cart or purchase"),
-        _C("country", "string", description="ISO 3166 alpha-2 code, trimmed and upper-cased"),
-        _C("amount", "double", description="Purchase amount (positive for purchases); empty for other events"),
-        _C("event_date", "date32[day]", description="The UTC day of ts"),
-    ]
-)
-
+CLEAN_EVENTS = _schema(_EVENT + " event_date:date32[day]")
 #: ``marts/daily_event_stats``: one row per day, country and event type.
-DAILY_EVENT_STATS = dg.TableSchema(
-    columns=[
-        _C("event_date", "date32[day]", description="The UTC day"),
-        _C("country", "string", description="ISO 3166 alpha-2 code"),
-        _C("event_type", "string", description="page_view, add_to_cart or purchase"),
-        _C("events", "int64", description="Number of events"),
-        _C("customers", "int64", description="Distinct customers with such an event"),
-        _C("revenue", "double", description="Sum of purchase amounts, rounded to cents"),
-    ]
+DAILY_EVENT_STATS = _schema(
+    "event_date:date32[day] country:string event_type:string events:int64 customers:int64 revenue:double"
 )
-
 #: ``marts/event_summary``: one row per country over every materialized day.
-EVENT_SUMMARY = dg.TableSchema(
-    columns=[
-        _C("country", "string", description="ISO 3166 alpha-2 code"),
-        _C("days", "int64", description="Days with events from this country"),
-        _C("events", "int64", description="Number of events over those days"),
-        _C("page_views", "int64", description="Number of page views"),
-        _C("purchases", "int64", description="Number of purchases"),
-        _C("revenue", "double", description="Sum of purchase amounts"),
-        _C("conversion", "double", description="Purchases per page view; empty without page views"),
-    ]
+EVENT_SUMMARY = _schema(
+    "country:string days:int64 events:int64 page_views:int64 purchases:int64 revenue:double conversion:double",
+    revenue="Sum of purchase amounts",
 )
-
 #: ``raw/customer_updates``, ``marts/dim_customers`` and ``marts/swiss_customers``: a customer's profile.
-CUSTOMERS = dg.TableSchema(
-    columns=[
-        _C("customer_id", "int64", description=_CUSTOMER_ID),
-        _C("name", "string", description="Full name"),
-        _C("email", "string", description="Contact e-mail address"),
-        _C("country", "string", description=_COUNTRY),
-        _C("tier", "string", description="Subscription tier: free, plus or pro"),
-        _C("updated_at", "timestamp[ms, tz=UTC]", description="When the CRM last changed the profile (UTC)"),
-    ]
+CUSTOMERS = _schema(
+    "customer_id:int64 name:string email:string country:string tier:string updated_at:timestamp[ms,tz=UTC]"
 )

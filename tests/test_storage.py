@@ -165,7 +165,7 @@ def test_local_lock_is_released_when_holder_dies(tmp_path) -> None:
             sys.executable,
             "-c",
             "import fcntl, os, sys, time\n"
-            f"fd = os.open({str(lock_path)!r}, os.O_RDWR)\n"
+            f"fd = os.open({str(lock_path)!r}, os.O_RDWR | os.O_CREAT)\n"
             "fcntl.flock(fd, fcntl.LOCK_EX)\n"
             "print('locked', flush=True)\n"
             "time.sleep(60)\n",

@@ -57,6 +57,7 @@ from dagster import (
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ..errors import DatasetNotFound, ManifestCorrupted, NotFound
 from ._presentation import declared_column_schema
+from ._wording import plural, version_metadata, version_of
 
 #: Names of the checks, as Dagster shows them.
 INTEGRITY = "dataset_integrity"
@@ -336,9 +337,9 @@ def _combine(results: list[tuple[str | None, _Outcome]]) -> tuple[bool, str, dic
     failed = [(p, o) for p, o in results if not o.passed]
     lines = [f"{p}: {o.description}" for p, o in failed[:_PROBLEMS_SHOWN]]
     description = (
-        f"{len(failed)} of {len(results)} partitions failed:\n" + "\n".join(lines)
+        f"{len(failed)} of {plural(len(results), 'partition')} failed:\n" + "\n".join(lines)
         if failed
-        else f"all {len(results)} partitions passed"
+        else f"all {len(results):,} partitions passed"
     )
     metadata = {
         "partitions_checked": MetadataValue.int(len(results)),
@@ -364,7 +365,7 @@ def _evaluate(
     except NotFound:
         text = f"dataset {key!r} does not exist (nothing at {datasets.store.uri(key)})"
         return dict.fromkeys(selected, _Outcome(False, text, base))
-    base["manifest_version"] = MetadataValue.int(live.version)
+    base["manifest_version"] = version_metadata(live.version)
     out: dict[str, _Outcome] = {}
     if INTEGRITY in selected:
         out[INTEGRITY] = _integrity(datasets, key, base)
@@ -395,15 +396,16 @@ def _integrity(datasets: ParquetDatasetStore, key: str, base: dict[str, Any]) ->
         "problems": MetadataValue.int(len(report.problems)),
     }
     if report.version is not None:
-        metadata["manifest_version"] = MetadataValue.int(report.version)
+        metadata["manifest_version"] = version_metadata(report.version)
     if report.ok:
-        return _Outcome(
-            True, f"all {report.files_checked} parts match the manifest (version {report.version})", metadata
-        )
+        if report.files_checked == 0:
+            return _Outcome(True, f"the manifest (version {report.version}) lists no parts: nothing to check", metadata)
+        checked = "the part matches" if report.files_checked == 1 else f"all {report.files_checked:,} parts match"
+        return _Outcome(True, f"{checked} the manifest (version {report.version})", metadata)
     metadata["problem_kinds"] = MetadataValue.json(kinds)
     shown = [f"{p.path}: {p.kind}: {p.message}" for p in report.problems[:_PROBLEMS_SHOWN]]
     more = " ..." if len(report.problems) > _PROBLEMS_SHOWN else ""
-    text = f"{len(report.problems)} problem(s) in version {report.version}:\n" + "\n".join(shown) + more
+    text = f"{plural(len(report.problems), 'problem')} in version {report.version}:\n" + "\n".join(shown) + more
     return _Outcome(False, text, metadata)
 
 
@@ -439,15 +441,15 @@ def _previous(
         if materialization is None:
             continue
         md = materialization.metadata
-        dataset_key, version = md.get("dataset_key"), md.get("manifest_version")
-        if dataset_key is None or version is None or dataset_key.value != key or version.value >= live.version:
+        dataset_key, version = md.get("dataset_key"), version_of(md.get("manifest_version"))
+        if dataset_key is None or version is None or dataset_key.value != key or version >= live.version:
             continue
         schema_value = md.get("dagster/column_schema")
         columns = [(c.name, c.type) for c in schema_value.schema.columns] if schema_value is not None else None
         rows_value = md.get("dagster/partition_row_count") or md.get("dagster/row_count")
         rows = rows_value.value if rows_value is not None else None
-        source = f"version {version.value} (materialized by run {record.event_log_entry.run_id[:8]})"
-        return _Previous(source, int(version.value), columns, int(rows) if rows is not None else None)
+        source = f"version {version} (materialized by run {record.event_log_entry.run_id[:8]})"
+        return _Previous(source, version, columns, int(rows) if rows is not None else None)
     return None
 
 

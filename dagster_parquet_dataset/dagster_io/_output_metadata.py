@@ -17,6 +17,7 @@ from ._handler_base import (
     PYTHON_TYPE_KEY,
     STEP_KEY_KEY,
 )
+from ._wording import human_bytes, version_metadata
 from ._write_modes import Written
 from .options import WriteOptions
 
@@ -72,14 +73,15 @@ def output_metadata(
         {
             "dagster/uri": MetadataValue.url(uri),
             "dataset_key": MetadataValue.text(key),
-            "manifest_version": MetadataValue.int(manifest.version),
+            "manifest_version": version_metadata(manifest.version),
             "write_mode": MetadataValue.text(options.write_mode),
             "rows_written": MetadataValue.int(written.rows),
             "part_count": MetadataValue.int(len(entries)),
         }
     )
     if written.bytes is not None:
-        out["bytes_written"] = MetadataValue.int(written.bytes)
+        out["bytes_written"] = MetadataValue.int(written.bytes)  # for machines (and the UI's plot)
+        out["size_written"] = MetadataValue.text(human_bytes(written.bytes))  # as the CLI shows it: 11.7 KiB
     partition_by = list(getattr(manifest, "partition_by", ()) or ())
     if partition_by:
         out["partition_by"] = MetadataValue.json(partition_by)

@@ -42,10 +42,13 @@ _MEMO = 16
 
 
 class PartsVanished(Exception):
-    """Parts listed in the manifest are missing or unreadable; the manifest may have moved on."""
+    """Parts listed in the manifest are missing or unreadable; the manifest may have moved on.
+
+    The message is ``detail`` (which names each part once), else the parts' names.
+    """
 
     def __init__(self, missing: list[str], detail: str = "") -> None:
-        super().__init__(", ".join(missing) + (f": {detail}" if detail else ""))
+        super().__init__(detail or ", ".join(missing))
         self.missing = missing
 
 
@@ -308,7 +311,7 @@ class PartCheck:
         except (NotFound, FileNotFoundError) as exc:
             raise PartsVanished([entry.path], str(exc)) from None
         except OSError as exc:
-            raise self._incomplete(_unreadable(entry, exc)) from None
+            raise self._incomplete(self._open_problem(store, entry, exc)) from None
         try:
             try:
                 parquet = pq.ParquetFile(source, pre_buffer=pre_buffer)
@@ -322,6 +325,16 @@ class PartCheck:
             raise
         return source, parquet
 
+    def _open_problem(self, store: Store, entry: FileEntry, exc: OSError) -> VerifyProblem:
+        """What a store's refusal to open ``entry``'s file means: its size differs from the manifest's (the store's
+        own message names the file again), or it cannot be read."""
+        try:
+            size = store.size(f"{self.dataset_key}/{entry.path}")
+        except (NotFound, OSError):
+            return _unreadable(entry, exc)
+        problems = _size_problems(entry, size)
+        return problems[0] if problems else _unreadable(entry, exc)
+
 
 def _size_problems(entry: FileEntry, size: int) -> list[VerifyProblem]:
     if entry.size_bytes is None or size == entry.size_bytes:
@@ -333,6 +346,8 @@ def _size_problems(entry: FileEntry, size: int) -> list[VerifyProblem]:
 
 
 def _unreadable(entry: FileEntry, exc: BaseException) -> VerifyProblem:
+    if isinstance(exc, OSError) and exc.filename and exc.strerror:
+        exc = OSError(exc.strerror)  # the file's path is in the message already (as the part's name)
     return VerifyProblem(
         entry.path,
         "footer",

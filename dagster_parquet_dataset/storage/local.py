@@ -73,6 +73,44 @@ def _fsync_path(path: str, flags: int = os.O_RDONLY) -> None:
         os.close(fd)
 
 
+@contextmanager
+def _locked(full: str) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on the hidden lock file beside ``full`` (``.<name>.lock``), removed after use.
+
+    The lock file exists only while a holder (or a waiter) needs it, so a
+    dataset's folder holds only its own files between commits. Removing it is
+    safe because the holder unlinks it while still holding the lock, and a
+    process that obtains the lock proceeds only if the file it locked is still
+    the one at the lock's path; otherwise it locked a removed file and tries
+    again on the current one. The kernel releases the lock of a process that
+    dies; the next holder reuses and removes the file it left.
+    """
+    folder, name = os.path.split(full)
+    lock = os.path.join(folder, f".{name}{_LOCK_SUFFIX}")
+    while True:
+        os.makedirs(folder, exist_ok=True)
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666)
+        except FileNotFoundError:
+            continue  # the folder was removed between makedirs and open
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                current = os.stat(lock)
+            except FileNotFoundError:
+                continue  # the previous holder removed the file we waited on
+            locked = os.fstat(fd)
+            if (current.st_dev, current.st_ino) != (locked.st_dev, locked.st_ino):
+                continue  # removed and created again meanwhile: lock the current one
+            try:
+                yield
+            finally:
+                _unlink_quietly(lock)  # while still held: see the docstring
+            return
+        finally:
+            os.close(fd)  # closing the descriptor releases the flock
+
+
 class LocalStore(Store):
     """Files under ``root``; every write is temp file, fsync, ``os.replace``.
 
@@ -82,9 +120,9 @@ class LocalStore(Store):
     * Files are created with mode ``0o666`` less the umask, like any tool.
     * No path outside ``root`` is ever touched: keys are validated and every
       resolved path is checked to stay under the resolved root.
-    * :meth:`write_if` holds an exclusive ``flock`` on a sibling lock file;
-      the kernel releases it if the process dies, so a crash never leaves
-      it held.
+    * :meth:`write_if` holds an exclusive ``flock`` on a hidden sibling lock
+      file, removed after use (see :func:`_locked`); the kernel releases the
+      lock if the process dies, so a crash never leaves it held.
 
     Args:
         root: folder holding the objects; created on first write. A leading
@@ -237,11 +275,7 @@ class LocalStore(Store):
 
     def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
         full = self._path(path)
-        folder, name = os.path.split(full)
-        os.makedirs(folder, exist_ok=True)
-        lock_fd = os.open(os.path.join(folder, f".{name}{_LOCK_SUFFIX}"), os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+        with _locked(full):
             try:
                 with open(full, "rb") as f:
                     current: str | None = hashlib.sha256(f.read()).hexdigest()
@@ -255,8 +289,6 @@ class LocalStore(Store):
             with self.open_output(path) as out:
                 out.write(data)
             return hashlib.sha256(data).hexdigest()
-        finally:
-            os.close(lock_fd)  # closing the descriptor releases the flock
 
     def uri(self, path: str = "") -> str:
         return Path(self.root, *(path.split("/") if path else [])).as_uri()

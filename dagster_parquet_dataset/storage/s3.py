@@ -53,6 +53,16 @@ _CAS_CHECKED: dict[tuple[str, str], str | None] = {}
 _CAS_LOCK = threading.Lock()
 
 
+def _require_credentials() -> None:
+    """Raise botocore's ``NoCredentialsError`` when the AWS credential chain (environment, shared files,
+    profiles, container or instance roles) yields none, as a boto3 write would."""
+    import boto3
+    from botocore.exceptions import NoCredentialsError
+
+    if boto3.session.Session().get_credentials() is None:
+        raise NoCredentialsError()
+
+
 class S3Store(Store):
     """Objects under ``s3://bucket/prefix/``.
 
@@ -164,9 +174,18 @@ class S3Store(Store):
 
     @property
     def _fs(self) -> pafs.S3FileSystem:
+        """pyarrow's filesystem for reads and listings when the credentials are not static.
+
+        Raises:
+            botocore.exceptions.NoCredentialsError: no credentials are configured anywhere in the AWS chain
+                (pyarrow would send anonymous requests, which S3 answers with "access denied"); callers
+                translate it into the same :class:`StoreAccessError` a write raises.
+        """
         if self._fs_obj is None:
             with self._init_lock:
                 if self._fs_obj is None:
+                    if not self.aws_access_key_id:
+                        _require_credentials()
                     kwargs: dict[str, Any] = {"region": self.region}
                     if self.endpoint_url:
                         parsed = urlparse(self.endpoint_url)
@@ -468,8 +487,13 @@ class S3Store(Store):
         return str(response["ETag"])
 
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
-        """This store's ``pyarrow.fs.S3FileSystem`` and ``"bucket/prefix"`` (see :meth:`Store.arrow_filesystem`)."""
-        return self._fs, f"{self.bucket}/{self.prefix}" if self.prefix else self.bucket
+        """This store's ``pyarrow.fs.S3FileSystem`` and ``"bucket/prefix"`` (see :meth:`Store.arrow_filesystem`).
+
+        Raises:
+            StoreAccessError: no AWS credentials are configured.
+        """
+        with self._translated("scanning"):
+            return self._fs, f"{self.bucket}/{self.prefix}" if self.prefix else self.bucket
 
     def uri(self, path: str = "") -> str:
         key = self._key(path) if path else self.prefix

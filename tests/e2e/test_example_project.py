@@ -100,7 +100,7 @@ ENGINE_KINDS = {
     "staging/clean_events": "pandas",
     "marts/daily_event_stats": "spark",
     "marts/event_summary": "pandas",
-    "marts/dim_customers": "pandas",
+    "marts/dim_customers": "pyarrow",
     "marts/swiss_customers": "pandas",
 }
 

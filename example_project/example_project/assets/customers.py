@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..generate import CUSTOMER_UPDATES_SCHEMA
+from . import columns
 
 #: The filter ``swiss_customers`` loads ``dim_customers`` with (DNF, as ``read_dataset(filters=...)``).
 SWISS_FILTER = [("country", "==", "CH")]
@@ -40,8 +41,8 @@ def latest_profiles(updates: pa.Table) -> pa.Table:
     key_prefix="marts",
     name="dim_customers",
     group_name="customers",
-    kinds={"parquet", "pandas"},
-    metadata={"write_mode": "merge", "key_columns": ["customer_id"]},
+    kinds={"parquet", "pyarrow"},
+    metadata={"write_mode": "merge", "key_columns": ["customer_id"], "dagster/column_schema": columns.CUSTOMERS},
     ins={
         "customer_updates": dg.AssetIn(
             key=["raw", "customer_updates"],
@@ -63,6 +64,7 @@ def dim_customers(context: dg.AssetExecutionContext, customer_updates: pa.Table)
     name="swiss_customers",
     group_name="customers",
     kinds={"parquet", "pandas"},
+    metadata={"dagster/column_schema": columns.CUSTOMERS},
     ins={"dim_customers": dg.AssetIn(key=["marts", "dim_customers"], metadata={"filters": SWISS_FILTER})},
     description="Customers located in Switzerland, for the Swiss sales team (loaded with filters).",
 )

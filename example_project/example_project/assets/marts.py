@@ -1,5 +1,7 @@
 """``marts/daily_event_stats`` (PySpark, per day) and ``marts/event_summary`` (all days)."""
 
+import warnings
+
 import dagster as dg
 import pandas as pd
 from dagster_pyspark import PySparkResource
@@ -7,6 +9,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..partitions import DAILY
+from . import columns
+
+# ``backfill_policy`` is a beta parameter of ``@dg.asset``: Dagster warns each time a process loads this module
+# (several per ``dagster asset materialize``). The example uses it on purpose; silence that one warning only.
+warnings.filterwarnings("ignore", message=r"Parameter `backfill_policy` of function `asset`", category=dg.BetaWarning)
 
 
 def aggregate_events(events: DataFrame) -> DataFrame:
@@ -32,7 +39,7 @@ def aggregate_events(events: DataFrame) -> DataFrame:
     # A backfill of many days is one run and one Spark job: the IO manager splits the output by
     # event_date and commits each day's dataset on its own (see docs/dagster.md, single-run backfills).
     backfill_policy=dg.BackfillPolicy.single_run(),
-    metadata={"partition_expr": "event_date"},
+    metadata={"partition_expr": "event_date", "dagster/column_schema": columns.DAILY_EVENT_STATS},
     description="Events, customers and revenue per country and event type per day (PySpark).",
 )
 def daily_event_stats(context: dg.AssetExecutionContext, pyspark: PySparkResource, events: DataFrame) -> DataFrame:
@@ -75,6 +82,7 @@ def summarize(stats: pd.DataFrame) -> pd.DataFrame:
     name="event_summary",
     group_name="clickstream",
     kinds={"parquet", "pandas"},
+    metadata={"dagster/column_schema": columns.EVENT_SUMMARY},
     ins={
         "daily_event_stats": dg.AssetIn(
             key=["marts", "daily_event_stats"],

@@ -5,6 +5,7 @@ import pyarrow as pa
 
 from .. import generate
 from ..partitions import DAILY
+from . import columns
 
 
 @dg.asset(
@@ -13,6 +14,7 @@ from ..partitions import DAILY
     partitions_def=DAILY,
     group_name="clickstream",
     kinds={"parquet", "pyarrow"},
+    metadata={"dagster/column_schema": columns.RAW_EVENTS},
     description="One day of click-stream events as delivered: duplicates, missing customers, messy country codes.",
 )
 def raw_events(context: dg.AssetExecutionContext) -> pa.Table:
@@ -28,6 +30,7 @@ def raw_events(context: dg.AssetExecutionContext) -> pa.Table:
     partitions_def=DAILY,
     group_name="customers",
     kinds={"parquet", "pyarrow"},
+    metadata={"dagster/column_schema": columns.CUSTOMERS},
     description="One day of the CRM change feed: a full row per new or changed customer.",
 )
 def raw_customer_updates(context: dg.AssetExecutionContext) -> pa.Table:

@@ -4,6 +4,7 @@ import dagster as dg
 import pandas as pd
 
 from ..partitions import DAILY
+from . import columns
 
 
 def clean(raw: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -38,6 +39,7 @@ def clean(raw: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, int]]:
     partitions_def=DAILY,
     group_name="clickstream",
     kinds={"parquet", "pandas"},
+    metadata={"dagster/column_schema": columns.CLEAN_EVENTS},
     ins={"raw": dg.AssetIn(key=["raw", "click_events"])},
     description="The day's events, deduplicated and validated (pandas).",
 )

@@ -27,6 +27,7 @@ from dagster import (
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ..errors import DatasetNotFound, NotFound
 from ._presentation import column_schema
+from ._wording import version_metadata
 from .resources import StoreResource
 
 
@@ -42,7 +43,7 @@ def observation_metadata(datasets: ParquetDatasetStore, key: str, manifest: Data
         "dagster/row_count": MetadataValue.int(manifest.row_count),
         "dagster/uri": MetadataValue.url(datasets.store.uri(key)),
         "dataset_key": MetadataValue.text(key),
-        "manifest_version": MetadataValue.int(manifest.version),
+        "manifest_version": version_metadata(manifest.version),
         "part_count": MetadataValue.int(len(entries)),
         "bytes": MetadataValue.int(sum(e.size_bytes or 0 for e in entries)),
         "committed_at_utc": MetadataValue.text(manifest.created_at_utc),

@@ -20,6 +20,7 @@ from ..errors import ManifestCorrupted, NotFound
 from . import _backfill as _bf
 from . import _context as _ctx
 from . import _ownership as _own
+from . import _presentation as _present
 from ._handler_base import NO_DATA_KEY, TypeHandler
 from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry
@@ -100,12 +101,14 @@ def write_backfill(
     handler_for: Callable[[Any, str], TypeHandler],
     registry: HandlerRegistry,
     key_for: Callable[[Sequence[str], Any, str], str],
+    preview_rows: int,
 ) -> None:
     """Split an output over the run's partition keys by ``partition_expr``; each key's dataset commits alone.
 
     The same dataset keys, manifest metadata and owner checks as one-partition
     runs; every check runs before anything is written. Each partition's
-    materialization gets its own metadata (row count, version, ...).
+    materialization gets its own metadata (row count, version, column schema
+    with the declared descriptions, ``preview``), as a one-partition output does.
     """
     what = _ctx.describe_output(context)
     partitions_def = _ctx.partitions_def_of(context)
@@ -132,6 +135,8 @@ def write_backfill(
     arrow = registry.for_type(pa.Table)
     assert arrow is not None
     run_id = _ctx.run_id_of(context)
+    descriptions = _present.declared_descriptions(context.definition_metadata)
+    shown = {t.dataset_key: _present.Presentation(descriptions, preview_rows) for t in targets}
     backfill = _bf.Backfill(
         what=what,
         targets=tuple(targets),
@@ -139,16 +144,27 @@ def write_backfill(
         options=options,
         run_id=run_id,
         write_table=lambda t, table: write_output(
-            context, datasets, arrow, t.dataset_key, table, options, run_id=run_id, metadata=t.metadata
+            context,
+            datasets,
+            arrow,
+            t.dataset_key,
+            table,
+            options,
+            run_id=run_id,
+            metadata=t.metadata,
+            presentation=shown[t.dataset_key],
         ),
     )
     results = handler.write_partitions(context, datasets, obj, backfill)
     written = [Written.replaced(r) if isinstance(r, DatasetManifest) else r for r in results]
+    _preview_self_written(datasets, obj, targets, shown, options)
 
     def described(target: _bf.PartitionTarget, one: Written) -> dict[str, Any]:
         uri = datasets.store.uri(target.dataset_key)
         key = target.dataset_key
-        return output_metadata(context, key=key, uri=uri, written=one, type_name=handler.type_name, options=options)
+        preview = shown[key].preview
+        name = handler.type_name
+        return output_metadata(context, key=key, uri=uri, written=one, type_name=name, options=options, preview=preview)
 
     if len(targets) == 1:
         context.add_output_metadata(described(targets[0], written[0]))
@@ -170,3 +186,35 @@ def write_backfill(
             "python_type": MetadataValue.text(handler.type_name),
         }
     )
+
+
+def _preview_self_written(
+    datasets: ParquetDatasetStore,
+    obj: Any,
+    targets: Sequence[_bf.PartitionTarget],
+    shown: dict[str, _present.Presentation],
+    options: WriteOptions,
+) -> None:
+    """Previews of partitions a handler wrote without Arrow in this process (Spark).
+
+    One partition: every row of ``obj`` is in it (a row outside the run's
+    partitions fails the write), so its preview is ``obj.limit(n)``, as for a
+    one-partition output. Several partitions of an overwrite: the first rows of
+    each partition's new version, read back (one small scan each). Several
+    partitions of an append or merge get none (the written rows of one
+    partition are not told apart from the rows already there).
+
+    Raises:
+        RemoteStoreError: reading a committed partition back failed.
+    """
+    if all(p.preview is not None or p.preview_rows <= 0 for p in shown.values()):
+        return
+    if len(targets) == 1:
+        shown[targets[0].dataset_key].preview_by_limit(obj)
+        return
+    if options.write_mode != "overwrite":
+        return
+    for target in targets:
+        presentation = shown[target.dataset_key]
+        if presentation.preview is None and presentation.preview_rows > 0:
+            presentation.preview = datasets.scan_dataset(target.dataset_key).head(presentation.preview_rows)

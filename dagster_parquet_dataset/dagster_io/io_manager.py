@@ -354,6 +354,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                     handler_for=self._handler_for_output,
                     registry=self.registry,
                     key_for=self._asset_key_for_partition,
+                    preview_rows=self.preview_rows,
                 )  # a single-run backfill (see _backfill)
                 return
         key = self.output_dataset_key(context)

@@ -79,21 +79,57 @@ class NoSparkSessionError(RuntimeError):
     """A Spark DataFrame input was requested, but this process has no SparkSession."""
 
 
-def active_session() -> SparkSession:
-    """The session for the current thread, else the process's default one.
+#: Input metadata key: the Spark config (``{"spark.master": "local[*]", ...}``) of a session the IO manager
+#: builds when the step's process has none (a step of its own process whose only Spark use is this input).
+SPARK_CONFIG_KEY = "spark_config"
+
+
+def _spark_config_option(context: InputContext | None) -> dict[str, str] | None:
+    """The input's ``spark_config`` metadata (``None`` when absent).
 
     Raises:
-        NoSparkSessionError: no SparkSession exists in this process.
+        TypeError: the value is not a mapping of config names to values.
+    """
+    raw = (getattr(context, "definition_metadata", None) or {}).get(SPARK_CONFIG_KEY)
+    value = getattr(raw, "value", raw)
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise TypeError(f"input metadata {SPARK_CONFIG_KEY!r} must map Spark config names to values, got {value!r}")
+    return {k: str(v) for k, v in value.items()}
+
+
+def active_session(context: InputContext | None = None) -> SparkSession:
+    """The session for the current thread, else the process's default one, else one built from ``spark_config``.
+
+    Under Dagster's multiprocess executor every step runs in its own process,
+    and a ``PySparkResource`` is started only in the steps that declare it; a
+    step whose only Spark use is a DataFrame input has no session unless the
+    input's metadata carries ``spark_config`` (then one is built with it).
+
+    Raises:
+        NoSparkSessionError: no SparkSession exists in this process and the input has no ``spark_config``;
+            the message says what to add.
+        TypeError: ``spark_config`` is not a mapping.
     """
     session = SparkSession.getActiveSession() or SparkSession._instantiatedSession
-    if session is None:
-        raise NoSparkSessionError(
-            "loading an input as a pyspark.sql.DataFrame needs a SparkSession, and this process has none. "
-            "Give the asset or op a dagster_pyspark.PySparkResource (e.g. resources={'pyspark': "
-            "PySparkResource(spark_config={...})} and a 'pyspark: PySparkResource' parameter), or create one "
-            "with SparkSession.builder.getOrCreate() before the run."
-        )
-    return session
+    if session is not None:
+        return session
+    config = _spark_config_option(context)
+    if config is not None:
+        builder = SparkSession.builder
+        for name, value in config.items():
+            builder = builder.config(name, value)
+        return builder.getOrCreate()
+    raise NoSparkSessionError(
+        "loading an input as a pyspark.sql.DataFrame needs a SparkSession, and this step's process has none "
+        "(under the multiprocess executor, the default of `dagster dev`, each step runs in its own process, and "
+        "a PySparkResource is started only in the steps that take it). Either give this asset or op the "
+        "resource: a parameter 'pyspark: dagster_pyspark.PySparkResource' with resources={'pyspark': "
+        "PySparkResource(spark_config={...})}; or give the input metadata "
+        f"{{'{SPARK_CONFIG_KEY}': {{'spark.master': 'local[*]', ...}}}} (dg.AssetIn(metadata=...) or "
+        "dg.In(metadata=...)) and the IO manager builds a session with that config."
+    )
 
 
 class SparkDataFrameHandler(TypeHandler):
@@ -232,12 +268,12 @@ class SparkDataFrameHandler(TypeHandler):
         ``version`` reads that retained past version.
 
         Raises:
-            NoSparkSessionError: no SparkSession exists.
+            NoSparkSessionError: no SparkSession exists and the input has no ``spark_config`` metadata.
             DatasetNotFound / DatasetIncomplete / ValueError: as ``read_spark_dataset``.
             NotFound: ``version`` is not retained.
             ValueError / TypeError: malformed filters, or a filter on an unknown column (named).
         """
-        spark = active_session()
+        spark = active_session(context)
         return read_spark_dataset(spark, datasets, key, columns=columns, filters=filters or None, version=version)
 
     def read_many(
@@ -257,10 +293,10 @@ class SparkDataFrameHandler(TypeHandler):
         columns read with those columns null where missing.
 
         Raises:
-            NoSparkSessionError: no SparkSession exists.
+            NoSparkSessionError: no SparkSession exists and the input has no ``spark_config`` metadata.
             DatasetNotFound / DatasetIncomplete / ValueError / TypeError: as ``read_spark_datasets``.
         """
-        spark = active_session()
+        spark = active_session(context)
         return read_spark_datasets(spark, datasets, keys, columns=columns, filters=filters or None)
 
     def combine(self, objs: Sequence[Any]) -> DataFrame:

@@ -5,37 +5,17 @@ These are the slow tests; there are only a few.
 """
 
 import os
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import dagster as dg
-import pytest
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore
 
+from .. import _multiprocess
 from . import mp_defs
 
-
-@pytest.fixture
-def mp_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    root = str(tmp_path / "store")
-    monkeypatch.setenv("PDS_MP_ROOT", root)
-    return root
-
-
-@pytest.fixture
-def instance(tmp_path: Path) -> Iterator[dg.DagsterInstance]:
-    home = tmp_path / "dagster_home"
-    home.mkdir()
-    with dg.instance_for_test(temp_dir=str(home)) as inst:
-        yield inst
-
-
-def _execute(job: Any, instance: dg.DagsterInstance, **kwargs: object) -> tuple[bool, str, str]:
-    with dg.execute_job(job, instance=instance, **kwargs) as result:  # type: ignore[arg-type]
-        errors = " | ".join(str(e.step_failure_data.error) for e in result.get_step_failure_events())
-        return result.success, result.run_id, errors
+mp_root = _multiprocess.mp_root  # fixtures shared with the other multiprocess tests
+instance = _multiprocess.instance
+_execute = _multiprocess.execute
 
 
 def test_partitioned_assets_across_processes(mp_root: str, instance: dg.DagsterInstance) -> None:

@@ -24,6 +24,7 @@ from . import _presentation as _present
 from ._handler_base import NO_DATA_KEY, TypeHandler
 from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry
+from ._wording import version_metadata
 from ._write_modes import Written, write_output
 from .options import WriteOptions
 
@@ -79,12 +80,18 @@ def write_none(context: OutputContext, datasets: ParquetDatasetStore, key: str, 
         return
     metadata = {**manifest_metadata(context, "NoneType"), NO_DATA_KEY: "true"}
     _own.check_owner(recorded, _own.owner(metadata), key=key, writing=True)
-    manifest = datasets.write_dataset(
-        pa.table({}), key, overwrite=True, run_id=_ctx.run_id_of(context), metadata=metadata
-    )
+    with _own.collisions(key):
+        manifest = datasets.write_dataset(
+            pa.table({}),
+            key,
+            overwrite=True,
+            run_id=_ctx.run_id_of(context),
+            metadata=metadata,
+            expect_owner=_own.commit_owner(metadata),
+        )
     partitioned = context.has_asset_key and context.has_asset_partitions
     out["dagster/partition_row_count" if partitioned else "dagster/row_count"] = MetadataValue.int(0)
-    out["manifest_version"] = MetadataValue.int(manifest.version)
+    out["manifest_version"] = version_metadata(manifest.version)
     out["note"] = MetadataValue.text(
         f"the output was None: version {manifest.version} records that the dataset holds no data, so "
         "inputs load None (Optional) or fail, never the earlier version's rows"

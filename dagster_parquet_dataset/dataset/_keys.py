@@ -226,17 +226,19 @@ def _folder_limits(store: Store, key: str, partition_by: Sequence[str], values: 
 def check_write_fits(
     store: Store, key: str, data: pa.Table | pa.RecordBatchReader, partition_by: Sequence[str]
 ) -> None:
-    """Check the keys a write of ``data`` creates against ``store``'s limits, before anything is written.
+    """Check the partition folders a write of ``data`` creates, before anything is written.
 
-    Every partition folder of a table is checked here; a stream's partitions
-    are only known while it is read, so the write checks each new folder
-    before its first part (:func:`check_folder_fits`), and a failure then
-    deletes what the write had written.
+    The key itself is the caller's to check with :func:`check_key_fits` (every
+    operation does, once, at its start: checking it here too cost every write
+    a second round of ancestor requests). Every partition folder of a table is
+    checked here; a stream's partitions are only known while it is read, so
+    the write checks each new folder before its first part
+    (:func:`check_folder_fits`), and a failure then deletes what the write had
+    written.
 
     Raises:
-        ValueError: as :func:`check_key_fits` and :func:`check_folder_fits`.
+        ValueError: as :func:`check_folder_fits`.
     """
-    check_key_fits(store, key)
     if not partition_by or not isinstance(data, pa.Table) or data.num_rows == 0:
         return
     columns = list(partition_by)

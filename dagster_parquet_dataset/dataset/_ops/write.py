@@ -46,6 +46,7 @@ def write_dataset(
     check_input(table, "write_dataset")
     check_column_names(table.schema, key=key)
     partition = check_partition_by(partition_by, table.schema)
+    check_key_fits(options.store, key)
     check_write_fits(options.store, key, table, partition)
     schema = recorded_schema(table.schema, partition, key=key)
     txn = _begin(options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner)
@@ -75,6 +76,7 @@ def begin_write(
 ) -> PendingWrite:
     """See :meth:`ParquetDatasetStore.begin_write`."""
     key = validate_key(key, what="dataset key")
+    check_key_fits(options.store, key)
     return _begin(
         options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner
     ).pending
@@ -89,7 +91,6 @@ def _begin(
     metadata: dict[str, str] | None,
     expect_owner: Mapping[str, str | None] | None,
 ) -> Transaction:
-    check_key_fits(options.store, key)
     check_run_id(run_id)
     metadata = check_metadata(metadata)
     needed = [Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE]

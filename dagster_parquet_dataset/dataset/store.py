@@ -1,15 +1,14 @@
 """``ParquetDatasetStore``: Spec 042 datasets with crash-safe, conflict-safe commits.
 
-A thin facade: it validates its options once (:class:`DatasetOptions`) and
-delegates each method to its operation module in :mod:`._ops`, each of which
-commits through the one transaction (:mod:`._transaction`). See
+A thin facade: it validates its options once (:class:`DatasetOptions`) and delegates each method to its operation
+module in :mod:`._ops`, each of which commits through the one transaction (:mod:`._transaction`). See
 docs/architecture.md for the layout and docs/guarantees.md for the promises.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -18,6 +17,7 @@ from ..storage.base import Capability, Store, validate_key
 from ._merge import MergeResult
 from ._ops import append, delete, history, merge, read, verify, write
 from ._ops.append import PendingAppend
+from ._ops.as_of import resolve_version, version_at
 from ._ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
 from ._ops.listing import DatasetListing, list_datasets
 from ._ops.merge_plan import MergePlan, plan_merge
@@ -38,32 +38,26 @@ class ParquetDatasetStore:
     """Write and read Parquet datasets (parts + ``manifest.json`` + ``_SUCCESS``) on a Store.
 
     Args:
-        store: the backend; needs ``ATOMIC_WRITE`` and ``CONDITIONAL_WRITE``
-            to write, plus ``DELETE`` to overwrite or delete.
-        compression: Parquet codec (``zstd``, ``snappy``, ``gzip``, ``brotli``,
-            ``lz4``, ``none``).
+        store: the backend; needs ``ATOMIC_WRITE`` and ``CONDITIONAL_WRITE`` to write, plus ``DELETE`` to
+            overwrite or delete.
+        compression: Parquet codec (``zstd``, ``snappy``, ``gzip``, ``brotli``, ``lz4``, ``none``).
         row_group_size: rows per row group (pyarrow's default when ``None``).
-        max_rows_per_file: split writes into ``part-NNNNN.parquet`` files of at
-            most this many rows, encoded in parallel; ``None`` writes one
-            ``data.parquet`` (one file per partition folder when partitioned).
+        max_rows_per_file: split writes into ``part-NNNNN.parquet`` files of at most this many rows, encoded
+            in parallel; ``None`` writes one ``data.parquet`` (one file per partition folder when partitioned).
         max_workers: threads that encode parts (default: CPU count).
-        retain_versions: how many versions stay readable after a commit. ``1``
-            (the default) keeps only the newest version's files, as Spec 042
-            expects of an overwrite; ``N`` keeps the newest ``N`` versions
-            readable with ``read_dataset(..., version=...)``; ``None`` keeps every
-            version until :meth:`vacuum`.
-        commit_timeout: seconds a commit keeps retrying when other writers
-            commit first (jittered exponential backoff) before it raises
-            :class:`CommitConflict`.
+        retain_versions: how many versions stay readable after a commit. ``1`` (the default) keeps only the
+            newest version's files, as Spec 042 expects of an overwrite; ``N`` keeps the newest ``N`` versions
+            readable with ``read_dataset(..., version=...)`` or ``as_of=...``; ``None`` keeps every version
+            until :meth:`vacuum`.
+        commit_timeout: seconds a commit keeps retrying when other writers commit first (jittered
+            exponential backoff) before it raises :class:`CommitConflict`.
 
     ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``_owner``).
-
     Construction does no I/O.
 
     Raises:
         TypeError: ``store`` is not a :class:`Store`, or an option has the wrong type.
-        ValueError: an option is out of range (``commit_timeout`` NaN, infinite or
-            negative) or the codec is unknown.
+        ValueError: an option is out of range (``commit_timeout`` NaN, infinite or negative) or an unknown codec.
     """
 
     def __init__(
@@ -117,8 +111,7 @@ class ParquetDatasetStore:
         Raises:
             AlreadyExists: the dataset exists (or was created concurrently) and ``overwrite`` is false.
             CommitConflict: an overwrite kept losing the commit race, or the dataset was deleted meanwhile.
-            CapabilityNotSupported: the store cannot write (or delete, to overwrite).
-            TypeError / ValueError: bad input; nothing is written.
+            CapabilityNotSupported / TypeError / ValueError: the store cannot write (or delete) / bad input.
         """
         args = (overwrite, run_id, metadata, partition_by, expect_owner)
         return write.write_dataset(self._options, table, key, *args)
@@ -135,8 +128,7 @@ class ParquetDatasetStore:
         """Start a write whose parts the caller writes itself; finish it with :meth:`commit_write`.
 
         Raises:
-            AlreadyExists: the dataset exists and ``overwrite`` is false.
-            CapabilityNotSupported: the store cannot write (or delete, to overwrite).
+            AlreadyExists / CapabilityNotSupported: as :meth:`write_dataset`.
             TypeError / ValueError: bad key, ``run_id`` or ``metadata``.
         """
         return write.begin_write(self._options, key, overwrite, run_id, metadata, expect_owner)
@@ -152,8 +144,7 @@ class ParquetDatasetStore:
         """Commit parts already written under ``pending.key`` as the dataset's new version.
 
         Raises:
-            AlreadyExists: another writer created the dataset meanwhile (``overwrite`` false).
-            CommitConflict: an overwrite kept losing the commit race.
+            AlreadyExists / CommitConflict: another writer created the dataset / an overwrite kept losing the race.
             DatasetIncomplete: a part is missing or disagrees with its entry; nothing is committed.
             TypeError / ValueError: a malformed entry or schema; nothing is committed.
         """
@@ -187,8 +178,7 @@ class ParquetDatasetStore:
         """Add ``table``'s rows to the dataset ``key`` as a new version (creating it if absent).
 
         Raises:
-            ValueError: the schema differs from the dataset's (named columns), new columns
-                without ``allow_new_columns``, or ``partition_by`` differs from the dataset's.
+            ValueError: the schema (named columns) or ``partition_by`` differs; new columns need ``allow_new_columns``.
             ManifestCorrupted: the live manifest cannot be parsed.
             TypeError: bad input; nothing is written.
         """
@@ -210,11 +200,9 @@ class ParquetDatasetStore:
         """Merge ``source`` into the dataset by ``key_columns`` (docs/datasets.md).
 
         Raises:
-            ValueError: duplicate or null keys in the source, unknown strategy, a schema
-                the dataset's cannot take, or a key whose partition values would change.
+            ValueError: duplicate/null source keys, unknown strategy, an unfit schema, a key changing partition.
             DatasetNotFound: ``strategy="update"`` on a dataset that does not exist.
-            CommitConflict: concurrent commits kept changing its files for ``commit_timeout``.
-            TypeError: ``source`` is not a ``pyarrow.Table``.
+            CommitConflict / TypeError: commits kept changing its files / ``source`` is not a ``pyarrow.Table``.
         """
         args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner)
         return merge.merge_dataset(self._options, source, key, *args)
@@ -231,12 +219,10 @@ class ParquetDatasetStore:
         """Rewrite runs of small files of each partition folder into files near ``target_file_bytes``.
 
         Raises:
-            DatasetNotFound: nothing is stored under ``key``.
-            ManifestCorrupted: the live manifest cannot be parsed.
+            DatasetNotFound / ManifestCorrupted: nothing is stored under ``key`` / its manifest cannot be parsed.
             ValueError: a bad ``target_file_bytes``, malformed filters, a manifest without a schema.
             CommitConflict: concurrent commits kept replacing the files read for ``commit_timeout``.
-            CapabilityNotSupported: the store cannot write, swap or delete.
-            DatasetIncomplete: a file to compact is damaged or missing.
+            CapabilityNotSupported / DatasetIncomplete: the store cannot write, swap or delete / a damaged file.
         """
         return compact(self._options, self._key(key), target_file_bytes, filters, run_id, dry_run=dry_run)
 
@@ -254,10 +240,8 @@ class ParquetDatasetStore:
         """Start an append whose parts the caller writes itself; finish it with :meth:`commit_append`.
 
         Raises:
-            ValueError: the schema differs from the dataset's, new columns without
-                ``allow_new_columns``, or ``partition_by`` differs from the dataset's.
-            ManifestCorrupted: the live manifest cannot be parsed.
-            CapabilityNotSupported: the store cannot write.
+            ValueError: the schema or ``partition_by`` differs; new columns need ``allow_new_columns``.
+            ManifestCorrupted / CapabilityNotSupported: the live manifest cannot be parsed / the store cannot write.
             TypeError: bad key, schema, ``run_id`` or ``metadata``.
         """
         args = (run_id, check_metadata(metadata), partition_by, allow_new_columns, expect_owner)
@@ -268,8 +252,7 @@ class ParquetDatasetStore:
 
         Raises:
             CommitConflict: the dataset was repartitioned meanwhile, or commits kept winning.
-            DatasetIncomplete: a part is missing or disagrees with its entry; nothing is committed.
-            TypeError / ValueError: a bad entry, or a concurrent commit changed the schema.
+            DatasetIncomplete / TypeError / ValueError: as :meth:`commit_write`, or a commit changed the schema.
         """
         return append.commit_append(self._options, pending, entries)
 
@@ -290,10 +273,8 @@ class ParquetDatasetStore:
         """Plan a merge whose parts the caller writes itself; finish it with :meth:`commit_merge`.
 
         Raises:
-            ValueError: unknown strategy, a bad key column, a schema the dataset's cannot
-                take, or a ``partition_by`` that differs from the dataset's.
-            ManifestCorrupted: the live manifest cannot be parsed.
-            TypeError: bad ``key_columns`` or ``source_schema``.
+            ValueError: unknown strategy, a bad key column, an unfit schema, a ``partition_by`` that differs.
+            ManifestCorrupted / TypeError: the live manifest cannot be parsed / bad ``key_columns`` or schema.
         """
         args = (source_schema, key_columns, strategy, key_ranges, partitions, partition_by, run_id)
         return plan_merge(self._options, key, *args, check_metadata(metadata), expect_owner)
@@ -310,71 +291,96 @@ class ParquetDatasetStore:
         """Commit a planned merge: drop the ``rewritten`` candidates, add ``new_entries``, once.
 
         Raises:
-            MergeReplanNeeded: a concurrent commit changed files the plan relied on; the
-                parts were deleted -- plan again.
-            CommitConflict: other commits kept winning for ``commit_timeout``.
+            MergeReplanNeeded / CommitConflict: a commit changed files the plan relied on / commits kept winning.
             DatasetIncomplete: a part is missing or disagrees with its entry; nothing is committed.
-            TypeError / ValueError: ``plan`` is not from :meth:`plan_merge` on an existing
-                dataset, a rewritten file is not a candidate, or a bad entry.
+            TypeError / ValueError: ``plan`` not from :meth:`plan_merge`, a non-candidate rewritten file, a bad entry.
         """
         return merge.commit_merge(
             self._options, plan, rewritten=rewritten, new_entries=new_entries, inserted=inserted, updated=updated
         )
 
-    def read_manifest(self, key: str, *, version: int | None = None) -> DatasetManifest:
-        """Read and parse ``{key}/manifest.json`` (PDS-012), or a retained past version's.
+    def read_manifest(self, key: str, *, version: int | None = None, as_of: datetime | None = None) -> DatasetManifest:
+        """Read and parse ``{key}/manifest.json`` (PDS-012), or a retained ``version``'s, or ``as_of``'s.
 
         Raises:
-            NotFound: no manifest, or ``version`` is newer than the latest.
-            VersionNotRetained: ``version`` is no longer kept (a ``NotFound``).
+            NotFound: no manifest, or ``version`` is newer than the latest; ``as_of`` before the first version.
+            VersionNotRetained: ``version`` (or the one live at ``as_of``) is no longer kept (a ``NotFound``).
             ManifestCorrupted: the manifest cannot be parsed or is invalid.
+            ValueError / TypeError: both ``version`` and ``as_of``, or a naive ``as_of``.
         """
-        return history.read_manifest(self.store, self._key(key), version=version)
+        key = self._key(key)
+        return history.read_manifest(self.store, key, version=resolve_version(self.store, key, version, as_of))
+
+    def version_at(self, key: str, as_of: datetime) -> int:
+        """The version live at the aware ``as_of``: the newest whose ``created_at_utc`` is at or before it.
+
+        Raises:
+            VersionNotRetained / NotFound / ValueError / TypeError: as :meth:`read_dataset` for ``as_of``.
+            DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as :meth:`read_dataset`.
+        """
+        return version_at(self.store, self._key(key), as_of)
 
     def history(self, key: str) -> list[DatasetManifest]:
         """Manifests of the retained versions a reader can open, newest first (the live one first).
 
         Raises:
-            NotFound: the dataset has no manifest.
-            ManifestCorrupted: the live manifest cannot be parsed.
+            NotFound / ManifestCorrupted: the dataset has no manifest / it cannot be parsed.
         """
         return history.history(self.store, self._key(key))
 
-    def plan_read(self, key: str, *, filters: Any = None, version: int | None = None) -> ReadPlan:
+    def plan_read(
+        self, key: str, *, filters: Any = None, version: int | None = None, as_of: datetime | None = None
+    ) -> ReadPlan:
         """Which files a read with ``filters`` would touch and which it prunes (one manifest read).
 
         Raises:
-            DatasetNotFound / DatasetIncomplete / NotFound: as :meth:`read_dataset`.
-            ValueError / TypeError: malformed filters or an unknown column.
+            DatasetNotFound / DatasetIncomplete / NotFound / ValueError / TypeError: as :meth:`read_dataset`.
         """
-        return read.plan_read(self.store, self._key(key), filters=filters, version=version)
+        key = self._key(key)
+        version = resolve_version(self.store, key, version, as_of)
+        return read.plan_read(self.store, key, filters=filters, version=version)
 
     def read_dataset(
-        self, key: str, *, columns: Sequence[str] | None = None, filters: Any = None, version: int | None = None
+        self,
+        key: str,
+        *,
+        columns: Sequence[str] | None = None,
+        filters: Any = None,
+        version: int | None = None,
+        as_of: datetime | None = None,
     ) -> pa.Table:
-        """Read the committed dataset ``key`` as one table (PDS-003, PDS-006).
+        """Read the committed dataset ``key`` (or ``version``, or the one live at ``as_of``) as one table.
 
         Raises:
-            DatasetNotFound: nothing is stored under ``key`` (or only nested datasets),
-                or it was deleted while it was read.
+            DatasetNotFound: nothing (or only nested datasets) under ``key``, or it was deleted while it was read.
             DatasetIncomplete: ``_SUCCESS`` or a part is missing, truncated or mismatched.
-            NotFound: ``version`` is not retained.
+            NotFound: ``version`` is not retained (``VersionNotRetained``), ``as_of`` is before the first version.
             ManifestCorrupted: the manifest cannot be parsed or lists a part twice.
-            ValueError / TypeError: an unknown column, malformed or unevaluable filters.
+            ValueError / TypeError: an unknown column, bad filters; both ``version`` and ``as_of``; a naive ``as_of``.
         """
-        return read.read_dataset(self.store, self._key(key), columns=columns, filters=filters, version=version)
+        key = self._key(key)
+        version = resolve_version(self.store, key, version, as_of)
+        return read.read_dataset(self.store, key, columns=columns, filters=filters, version=version)
 
     def scan_dataset(
-        self, key: str, *, columns: Sequence[str] | None = None, filters: Any = None, version: int | None = None
+        self,
+        key: str,
+        *,
+        columns: Sequence[str] | None = None,
+        filters: Any = None,
+        version: int | None = None,
+        as_of: datetime | None = None,
     ) -> pads.Dataset:
         """A lazy ``pyarrow.dataset.Dataset`` over the committed dataset ``key`` (see docs/scans.md).
 
         Raises:
             DatasetNotFound / DatasetIncomplete / NotFound / ManifestCorrupted: as :meth:`read_dataset`.
-            ValueError / TypeError: an unknown column, malformed filters.
+            ValueError / TypeError: an unknown column, malformed filters; a bad ``as_of`` as :meth:`read_dataset`.
             CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
         """
-        return read.scan(self.store, [self._key(key)], columns=columns, filters=filters, version=version)
+        key = self._key(key)
+        version = resolve_version(self.store, key, version, as_of)
+        return read.scan(self.store, [key], columns=columns, filters=filters, version=version)
 
     def scan_datasets(
         self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None
@@ -383,8 +389,7 @@ class ParquetDatasetStore:
 
         Raises:
             TypeError: ``keys`` is a single string.
-            ValueError: ``keys`` is empty or repeats a key, the schemas disagree, an unknown
-                column, malformed filters.
+            ValueError: ``keys`` is empty or repeats a key, the schemas disagree, an unknown column, malformed filters.
             DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as :meth:`read_dataset`.
             CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
         """
@@ -399,11 +404,9 @@ class ParquetDatasetStore:
         """The datasets whose key is ``prefix`` or lies under the folder ``prefix``, sorted by key.
 
         Raises:
-            CapabilityNotSupported: the store cannot list.
-            ValueError: ``prefix`` is not a safe key.
+            CapabilityNotSupported / ValueError: the store cannot list / ``prefix`` is not a safe key.
         """
-        if prefix:
-            prefix = self._key(prefix.strip("/"))
+        prefix = self._key(prefix.strip("/")) if prefix else ""
         self._options.require(Capability.LIST, action="list datasets")
         return list_datasets(self.store, prefix)
 
@@ -413,10 +416,8 @@ class ParquetDatasetStore:
         """Check every part of the dataset (or of a retained ``version``) against its manifest.
 
         Raises:
-            DatasetNotFound: nothing is stored under ``key`` (or only nested datasets).
-            NotFound / VersionNotRetained: ``version`` is not a retained version.
-            StoreAccessError / OSError: the store cannot be reached.
-            ValueError / TypeError: a bad key or version.
+            DatasetNotFound / NotFound: nothing under ``key`` / ``version`` is not retained (``VersionNotRetained``).
+            StoreAccessError / OSError / ValueError / TypeError: the store cannot be reached / a bad key or version.
         """
         return verify.verify_dataset(self.store, self._key(key), version=version, progress=progress)
 
@@ -433,8 +434,7 @@ class ParquetDatasetStore:
         """Delete files no retained version references.
 
         Raises:
-            NotFound: the dataset has no manifest.
-            CapabilityNotSupported: the store cannot list or delete.
+            NotFound / CapabilityNotSupported: the dataset has no manifest / the store cannot list or delete.
         """
         keep = self.retain_versions if retain_versions is _DEFAULT else retain_versions
         return vacuum(self._options, self._key(key), keep, older_than, grace_period, progress, dry_run=dry_run)
@@ -443,8 +443,7 @@ class ParquetDatasetStore:
         """Delete the dataset ``key`` and every file under its folder (PDS-010), as a commit.
 
         Raises:
-            NotFound: nothing is stored under ``key``.
-            CapabilityNotSupported: the store cannot delete or list.
+            NotFound / CapabilityNotSupported: nothing is stored under ``key`` / the store cannot delete or list.
             CommitConflict: other writers kept committing for ``commit_timeout``.
         """
         delete.delete_dataset(self._options, self._key(key))

@@ -223,16 +223,17 @@ class _Load:
                 + ("" if partition_key is None else ", or set allow_missing_partitions on the input")
                 + " (an input annotated Optional gets None instead)"
             )
-        version = self.options.version
+        as_of = self.options.as_of
+        when = f"as of {as_of.isoformat()}" if as_of is not None else f"at version {self.options.version}"
         if isinstance(exc, DatasetIncomplete):
             new: Exception = DatasetIncomplete(f"cannot load {what}: dataset {key!r} is incomplete: {exc}")
         elif isinstance(exc, VersionNotRetained):
             new = VersionNotRetained(
-                f"cannot load {what} at version {version}: {exc}. "
+                f"cannot load {what} {when}: {exc}. "
                 "Set retain_versions on RemoteStoreIOManager to keep more versions readable."
             )
-        elif isinstance(exc, NotFound):  # a version newer than the latest
-            new = NotFound(f"cannot load {what} at version {version}: {exc}")
+        elif isinstance(exc, NotFound):  # a version newer than the latest, or as_of before the first version
+            new = NotFound(f"cannot load {what} {when}: {exc}")
         else:
             return exc
         new.__cause__ = exc
@@ -256,14 +257,32 @@ class _Load:
     def read_one(self, target: Target) -> tuple[bool, Any]:
         """``(found, value)`` of one dataset; ``value`` is :data:`_NO_DATA` for a dataset whose output was None."""
         partition_key, key = target
-        recorded = _recorded_metadata(self.datasets, key, self.options.version)
+        kwargs = self.read_kwargs
+        try:
+            if self.options.as_of is None:
+                recorded = _recorded_metadata(self.datasets, key, self.options.version)
+            else:  # the version live at as_of, then read as that version
+                manifest = self.datasets.read_manifest(key, as_of=self.options.as_of)
+                recorded, kwargs = manifest.metadata, {**kwargs, "version": manifest.version}
+        except DatasetNotFound:
+            if self.lenient(partition_key):
+                return False, None
+            raise self.translated(DatasetNotFound(key), partition_key, key) from None
+        except VersionNotRetained as exc:
+            raise self.translated(exc, partition_key, key) from exc
+        except NotFound as exc:  # as_of before the dataset's first version: it held nothing then
+            if self.lenient(partition_key):
+                return False, None
+            raise self.translated(exc, partition_key, key) from exc
+        except DatasetIncomplete as exc:
+            raise self.translated(exc, partition_key, key) from exc
         _own.check_owner(recorded, _expected_owner(self.context, partition_key), key=key, writing=False)
         if holds_no_data(recorded):
             return True, _NO_DATA
         assert self.handler is not None
         try:
             columns = self.options.columns
-            return True, self.handler.read(self.context, self.datasets, key, columns=columns, **self.read_kwargs)
+            return True, self.handler.read(self.context, self.datasets, key, columns=columns, **kwargs)
         except DatasetNotFound:
             if self.lenient(partition_key):
                 return False, None
@@ -337,6 +356,12 @@ class _Load:
                 f"{_ctx.label(context)}: metadata 'version' ({self.options.version}) names one version of one "
                 f"dataset, but this input reads {len(self.targets)} partitions, each its own dataset with its own "
                 "version numbers; load a single partition, or drop 'version'"
+            )
+        if self.options.as_of is not None and len(self.targets) > 1 and not self.as_dict:
+            raise ValueError(
+                f"{_ctx.label(context)}: metadata 'as_of' reads each partition at its own version, but this input "
+                f"loads {len(self.targets)} partitions as one value; annotate it dict[str, ...] (one value per "
+                "partition) or load a single partition"
             )
         self.handler = self.pick_handler([k for _pk, k in self.targets])
         if self.as_dict or len(self.targets) == 1:

@@ -24,6 +24,10 @@ Input side (``AssetIn(metadata=...)``, ``In(metadata=...)``):
     DNF filters: a list of ``(column, op, value)`` tuples (AND), or a list of such lists (OR of ANDs).
 ``version``
     Load this past version of the upstream dataset (while it is retained).
+``as_of``
+    Load the version of the upstream dataset that was live at this instant (the newest committed at or
+    before it): ``MetadataValue.timestamp(...)``, a float POSIX timestamp, or an ISO-8601 string with a
+    time zone (``"2026-03-01T12:00:00+00:00"``). Not with ``version``.
 ``allow_missing_partitions``
     Skip upstream partitions that were never written instead of failing.
 
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from dagster import MetadataValue
@@ -54,6 +59,7 @@ ALLOW_NEW_COLUMNS_KEY = "allow_new_columns"
 COLUMNS_KEY = "columns"
 FILTERS_KEY = "filters"
 VERSION_KEY = "version"
+AS_OF_KEY = "as_of"
 ALLOW_MISSING_PARTITIONS_KEY = "allow_missing_partitions"
 
 
@@ -87,6 +93,40 @@ def _column_list(value: Any, key: str, what: str, *, allow_empty: bool) -> tuple
     if repeated:
         raise ValueError(f"{what}: metadata {key!r} repeats {', '.join(map(repr, repeated))}: {list(names)}")
     return names
+
+
+def _instant(value: Any, what: str) -> datetime | None:
+    """Metadata ``as_of`` as an aware UTC ``datetime`` (``None`` when absent).
+
+    ``MetadataValue.timestamp`` holds a float POSIX timestamp; a string is ISO-8601 and must carry its zone.
+
+    Raises:
+        TypeError: neither a number, a string nor a ``datetime``.
+        ValueError: a string that is not ISO-8601 or has no time zone; a non-finite number.
+    """
+    if value is None:
+        return None
+    hint = "use MetadataValue.timestamp(...), a POSIX timestamp or an ISO-8601 string with a time zone"
+    if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime)):
+        raise TypeError(f"{what}: metadata {AS_OF_KEY!r} must name an instant ({hint}), got {value!r}")
+    if isinstance(value, (int, float)):
+        try:
+            return datetime.fromtimestamp(value, tz=timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise ValueError(f"{what}: metadata {AS_OF_KEY!r} is not a usable timestamp: {value!r}") from None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError(
+                f"{what}: metadata {AS_OF_KEY!r} is not an ISO-8601 timestamp ({hint}): {value!r}"
+            ) from None
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            f"{what}: metadata {AS_OF_KEY!r} {value.isoformat()} has no time zone, so it names no instant; "
+            "add one, e.g. '+00:00' for UTC"
+        )
+    return value.astimezone(timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -205,6 +245,7 @@ class ReadOptions:
         columns: the columns to load, or ``None`` for all.
         filters: DNF filters as given (validated against the schema by the dataset layer), or ``None``.
         version: the dataset version to load, or ``None`` for the latest.
+        as_of: load the version live at this instant (an aware ``datetime``), or ``None``.
         allow_missing_partitions: skip upstream partitions that were never written.
     """
 
@@ -212,6 +253,7 @@ class ReadOptions:
     filters: list[Any] | None = None
     version: int | None = None
     allow_missing_partitions: bool = False
+    as_of: datetime | None = None
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> ReadOptions:
@@ -226,8 +268,10 @@ class ReadOptions:
 
         Raises:
             TypeError: ``columns`` is not a list of strings, ``filters`` is not a list,
-                ``version`` is not an int, ``allow_missing_partitions`` is not a bool.
-            ValueError: ``version`` is not positive.
+                ``version`` is not an int, ``allow_missing_partitions`` is not a bool, ``as_of``
+                is neither a timestamp nor a string.
+            ValueError: ``version`` is not positive; ``as_of`` is not ISO-8601, has no time zone,
+                or is given with ``version``.
         """
         md = {k: _raw(v) for k, v in (metadata or {}).items()}
         columns = md.get(COLUMNS_KEY)
@@ -259,7 +303,15 @@ class ReadOptions:
             raise TypeError(
                 f"{what}: metadata {ALLOW_MISSING_PARTITIONS_KEY!r} must be True or False, got {allow_missing!r}"
             )
-        return cls(columns=columns, filters=filters, version=version, allow_missing_partitions=allow_missing)
+        as_of = _instant(md.get(AS_OF_KEY), what)
+        if as_of is not None and version is not None:
+            raise ValueError(
+                f"{what}: metadata {VERSION_KEY!r} ({version}) and {AS_OF_KEY!r} ({as_of.isoformat()}) both name "
+                "the version to load; keep one"
+            )
+        return cls(
+            columns=columns, filters=filters, version=version, allow_missing_partitions=allow_missing, as_of=as_of
+        )
 
     def read_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for :meth:`TypeHandler.read` beyond ``columns``: only the options that are set,

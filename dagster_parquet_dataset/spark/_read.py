@@ -29,6 +29,7 @@ import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -330,6 +331,7 @@ def read_spark_dataset(
     filters: Any = None,
     mode: ReadMode = "auto",
     version: int | None = None,
+    as_of: datetime | None = None,
 ) -> DataFrame:
     """Read the committed dataset ``key`` as a Spark DataFrame: only the manifest's parts, verified.
 
@@ -364,19 +366,23 @@ def read_spark_dataset(
             durations, unsigned 64-bit integers, ...) and no selected file has
             partition values to put back, else arrow.
         version: a retained past version instead of the latest.
+        as_of: an aware ``datetime``: read the version that was live then (the newest committed at or
+            before it, from the manifests' ``created_at_utc``; see ``ParquetDatasetStore.version_at``).
 
     Returns:
-        A lazy DataFrame over the version committed at call time (or ``version``).
+        A lazy DataFrame over the version committed at call time (or ``version``, or ``as_of``'s).
 
     Raises:
         DatasetNotFound: nothing is stored under ``key``.
-        NotFound: ``version`` is not retained.
+        NotFound: ``version`` is not retained (``VersionNotRetained``, also for ``as_of``), or ``as_of`` is
+            before the dataset's first version.
         DatasetIncomplete: ``_SUCCESS`` or a selected part is missing, or a part is
             truncated or disagrees with the manifest (raised here for what the
             driver checks; a task that finds a damaged part fails the Spark job
             with a ``PythonException`` naming the ``DatasetIncomplete``).
         ManifestCorrupted: the manifest cannot be parsed.
-        ValueError: an unknown column (named), an empty or repeating ``columns``, a bad ``mode``,
+        ValueError: ``version`` and ``as_of`` both given, a naive ``as_of`` (``TypeError``: not a ``datetime``),
+            an unknown column (named), an empty or repeating ``columns``, a bad ``mode``,
             or filters ``read_dataset`` rejects (malformed, an unknown column, a literal the column
             cannot be compared with; ``TypeError`` for a literal of the wrong kind).
         TypeError: a selected column has no Spark type (named; leave it out with ``columns``).
@@ -385,6 +391,10 @@ def read_spark_dataset(
     """
     _check_common(spark, datasets, mode)
     key = validate_key(key, what="dataset key")
+    if as_of is not None:
+        if version is not None:
+            raise ValueError(f"read_spark_dataset takes version ({version}) or as_of ({as_of!r}), not both")
+        version = datasets.version_at(key, as_of)
     source = _plan_source(datasets, key, filters, version)
     return _read_sources(spark, datasets.store, [source], columns, filters is not None, mode, label=key)
 

@@ -10,7 +10,7 @@ from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDataset
 from ..errors import NotFound
 from ._assets import asset_table, assets_of, prefix_summary
 from ._filters import describe_filter
-from ._format import age_seconds, human_age, human_bytes, human_count, plural, table
+from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, table
 from ._head import cmd_head
 from ._maintenance import cmd_compact, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
@@ -87,11 +87,13 @@ def _listing(item: DatasetListing) -> dict[str, Any]:
 
 
 def cmd_show(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
+    as_of = parse_instant(args.as_of)
     try:
-        manifest = ds.read_manifest(args.key, version=args.dataset_version)
+        manifest = ds.read_manifest(args.key, version=args.dataset_version, as_of=as_of)
     except NotFound:
-        if args.dataset_version is not None and ds.store.exists(f"{args.key.strip('/')}/manifest.json"):
-            raise  # the dataset exists; the version does not
+        past = args.dataset_version is not None or as_of is not None
+        if past and ds.store.exists(f"{args.key.strip('/')}/manifest.json"):
+            raise  # the dataset exists; the version (or one live at as_of) does not
         return _show_prefix(args, ds)
     complete = ds.store.exists(f"{args.key}/_SUCCESS")
     sizes = [f.size_bytes for f in manifest.file_entries() if f.size_bytes is not None]
@@ -111,6 +113,7 @@ def cmd_show(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     )
     document = {
         "key": args.key,
+        **({"as_of": as_of.isoformat()} if as_of is not None else {}),
         **_summary(manifest),
         "complete": complete,
         "compression": manifest.compression,
@@ -185,7 +188,13 @@ def _describe_sizes(count: int, distribution: dict[str, int] | None) -> str:
 
 
 def cmd_history(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    versions = ds.history(require_dataset(ds, args.key))
+    as_of = parse_instant(args.as_of)
+    key = require_dataset(ds, args.key)
+    versions = ds.history(key)
+    live_then = None
+    if as_of is not None:  # the history as it stood then: up to the version live at as_of
+        live_then = ds.version_at(key, as_of)
+        versions = [m for m in versions if m.version <= live_then]
     documents = [_summary(m) for m in versions]
     rows = [
         [
@@ -203,7 +212,11 @@ def cmd_history(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     text = table(
         ["VERSION", "CREATED (UTC)", "AGE", "OPERATION", "ROWS", "FILES", "BYTES", "RUN ID"], rows, (0, 4, 5, 6)
     )
-    emit(args, {"key": args.key, "versions": documents}, text)
+    document: dict[str, Any] = {"key": args.key, "versions": documents}
+    if as_of is not None:
+        document.update(as_of=as_of.isoformat(), live_version=live_then)
+        text = f"as of {as_of.isoformat()}: version {live_then} was live\n{text}"
+    emit(args, document, text)
     return OK
 
 

@@ -70,6 +70,25 @@ def age_seconds(created_at_utc: str | None, now: datetime | None = None) -> floa
     return ((now or datetime.now(timezone.utc)) - created).total_seconds()
 
 
+def parse_instant(text: str | None) -> datetime | None:
+    """``--as-of``: an ISO-8601 timestamp with its time zone (``Z`` or ``+HH:MM``) -> an aware datetime.
+
+    A timestamp without a zone is refused rather than guessed: the local zone and UTC differ by hours.
+
+    Raises:
+        UsageError: not ISO-8601, or no time zone.
+    """
+    if text is None:
+        return None
+    try:
+        instant = datetime.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--as-of {text!r} is not an ISO-8601 timestamp like 2026-03-01T12:00:00Z") from None
+    if instant.tzinfo is None or instant.utcoffset() is None:
+        raise UsageError(f"--as-of {text!r} has no time zone; add one, e.g. {text}Z for UTC or {text}+02:00")
+    return instant
+
+
 def parse_size(text: str) -> int:
     """``"128MiB"`` -> ``134217728`` (``K``/``M``/``G`` mean KiB/MiB/GiB; ``KB``/``MB`` are powers of 1000).
 

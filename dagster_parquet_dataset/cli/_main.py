@@ -80,6 +80,20 @@ def _version_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _as_of_option(parser: argparse.ArgumentParser, what: str) -> None:
+    parser.add_argument(
+        "--as-of",
+        dest="as_of",
+        default=None,
+        metavar="TIME",
+        help=(
+            f"{what} at TIME: the version live then (the newest committed at or before it, by the manifests' "
+            "created_at_utc). TIME is ISO-8601 with a time zone, e.g. 2026-03-01T12:00:00Z or "
+            "2026-03-01T14:00:00+02:00; a time without a zone is refused, not taken as UTC"
+        ),
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The full argument parser (subcommands ls, show, history, verify, plan, vacuum, compact, head)."""
     from .. import __version__
@@ -125,9 +139,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     show.add_argument("key", metavar="KEY")
     _version_option(show)
+    _as_of_option(show, "show the dataset")
 
     history = command("history", "list a dataset's retained versions, newest first")
     history.add_argument("key", metavar="KEY")
+    _as_of_option(history, "list only the versions up to the one live")
 
     verify = command("verify", "check every part against the manifest (exists, size, footer rows, schema, statistics)")
     _keys_options(verify, "verify")

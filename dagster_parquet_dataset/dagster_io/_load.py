@@ -257,37 +257,26 @@ class _Load:
     def read_one(self, target: Target) -> tuple[bool, Any]:
         """``(found, value)`` of one dataset; ``value`` is :data:`_NO_DATA` for a dataset whose output was None."""
         partition_key, key = target
-        kwargs = self.read_kwargs
         try:
+            kwargs = self.read_kwargs
             if self.options.as_of is None:
                 recorded = _recorded_metadata(self.datasets, key, self.options.version)
             else:  # the version live at as_of, then read as that version
                 manifest = self.datasets.read_manifest(key, as_of=self.options.as_of)
                 recorded, kwargs = manifest.metadata, {**kwargs, "version": manifest.version}
+            _own.check_owner(recorded, _expected_owner(self.context, partition_key), key=key, writing=False)
+            if holds_no_data(recorded):
+                return True, _NO_DATA
+            assert self.handler is not None
+            return True, self.handler.read(self.context, self.datasets, key, columns=self.options.columns, **kwargs)
         except DatasetNotFound:
             if self.lenient(partition_key):
                 return False, None
             raise self.translated(DatasetNotFound(key), partition_key, key) from None
-        except VersionNotRetained as exc:
-            raise self.translated(exc, partition_key, key) from exc
-        except NotFound as exc:  # as_of before the dataset's first version: it held nothing then
-            if self.lenient(partition_key):
-                return False, None
-            raise self.translated(exc, partition_key, key) from exc
-        except DatasetIncomplete as exc:
-            raise self.translated(exc, partition_key, key) from exc
-        _own.check_owner(recorded, _expected_owner(self.context, partition_key), key=key, writing=False)
-        if holds_no_data(recorded):
-            return True, _NO_DATA
-        assert self.handler is not None
-        try:
-            columns = self.options.columns
-            return True, self.handler.read(self.context, self.datasets, key, columns=columns, **kwargs)
-        except DatasetNotFound:
-            if self.lenient(partition_key):
-                return False, None
-            raise self.translated(DatasetNotFound(key), partition_key, key) from None
-        except NotFound as exc:  # VersionNotRetained, or a version newer than the latest
+        except NotFound as exc:  # VersionNotRetained, a version newer than the latest, as_of before the first
+            before_first = self.options.as_of is not None and not isinstance(exc, VersionNotRetained)
+            if before_first and self.lenient(partition_key):
+                return False, None  # the dataset held nothing then
             raise self.translated(exc, partition_key, key) from exc
         except DatasetIncomplete as exc:
             raise self.translated(exc, partition_key, key) from exc

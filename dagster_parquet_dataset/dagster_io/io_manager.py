@@ -95,8 +95,10 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     ``columns`` (list of column names to load), ``filters`` (DNF filters, as
     ``ParquetDatasetStore.read_dataset`` takes them: files are pruned from the
     manifest, then rows filtered), ``version`` (load a retained past version of
-    one dataset; see ``retain_versions``) and ``allow_missing_partitions``
-    (skip partitions that were never written instead of failing).
+    one dataset; see ``retain_versions``), ``as_of`` (load the version live at
+    an instant: ``MetadataValue.timestamp``, a POSIX timestamp or a zoned
+    ISO-8601 string) and ``allow_missing_partitions`` (skip partitions that
+    were never written instead of failing).
 
     Attributes:
         store: the store resource (``LocalStoreResource``, ``S3StoreResource``,
@@ -429,17 +431,18 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 (the message names the asset and partition).
             DatasetIncomplete: an upstream dataset is incomplete or damaged, or the
                 requested ``version``'s files were removed.
-            VersionNotRetained: the requested ``version`` is no longer kept (the message lists
-                those that are and names ``retain_versions``).
-            NotFound: the requested ``version`` is newer than the latest.
+            VersionNotRetained: the requested ``version`` (or the one live at ``as_of``) is no
+                longer kept (the message says which are and names ``retain_versions``).
+            NotFound: the requested ``version`` is newer than the latest, or ``as_of`` is before
+                the upstream's first version (an ``Optional`` input gets ``None`` instead).
             UnsupportedTypeError: the annotation is not a supported type.
             DatasetKeyCollision: an upstream dataset's manifest records another asset or
                 partition than the one expected (two assets map to one key).
             ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
-            ValueError / TypeError: bad ``columns`` / ``filters`` / ``version`` /
+            ValueError / TypeError: bad ``columns`` / ``filters`` / ``version`` / ``as_of`` /
                 ``allow_missing_partitions`` metadata (a filter on an unknown column names
-                it), ``version`` with several partitions, or partitions whose schemas
-                cannot be concatenated.
+                it), ``version`` with several partitions, ``as_of`` with several partitions
+                as one value, or partitions whose schemas cannot be concatenated.
         """
         self._check_executor(context)
         targets = self.input_dataset_keys(context)

@@ -130,3 +130,46 @@ def test_as_of_metadata_is_checked() -> None:
     with pytest.raises(ValueError, match="'version' \\(2\\) and 'as_of'.*keep one"):
         parse(instant.timestamp(), version=2)
     assert ReadOptions.from_metadata({}, WHAT).as_of is None
+
+
+letters = dg.StaticPartitionsDefinition(["a", "b"])
+
+
+def _letters_asset(price: float) -> dg.AssetsDefinition:
+    @dg.asset(name="quotes", partitions_def=letters)
+    def quotes(context: dg.AssetExecutionContext) -> pa.Table:
+        return pa.table({"letter": [context.partition_key], "price": [price]})
+
+    return quotes
+
+
+def test_as_of_over_partitions_per_partition_or_refused(tmp_path: Any, instance: dg.DagsterInstance) -> None:
+    """Each partition is its own dataset with its own versions: a dict input reads each as of the instant;
+    several partitions as one value are refused."""
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=str(tmp_path / "store")), retain_versions=None)
+    reader = ParquetDatasetStore(LocalStore(str(tmp_path / "store")))
+    for price in (1.0, 2.0):
+        for letter in ("a", "b"):
+            assert dg.materialize(
+                [_letters_asset(price)], partition_key=letter, resources={"io_manager": io}, instance=instance
+            ).success
+    first_b = datetime.fromisoformat(reader.history("quotes/b")[-1].created_at_utc)
+    second_a = datetime.fromisoformat(reader.history("quotes/a")[0].created_at_utc)
+    assert first_b < second_a
+    metadata = {"as_of": dg.MetadataValue.timestamp(first_b + (second_a - first_b) / 2)}
+    seen: dict[str, Any] = {}
+
+    @dg.asset(ins={"quotes": dg.AssetIn(metadata=metadata)})
+    def per_letter(quotes: dict[str, pa.Table]) -> None:
+        seen.update(quotes)
+
+    @dg.asset(ins={"quotes": dg.AssetIn(metadata=metadata)})
+    def together(quotes: pa.Table) -> None:
+        seen["together"] = quotes
+
+    resources = {"io_manager": io}
+    assets = [_letters_asset(0.0), per_letter, together]
+    assert dg.materialize(assets, selection=[per_letter], resources=resources, instance=instance).success
+    assert {k: t["price"].to_pylist() for k, t in seen.items()} == {"a": [1.0], "b": [1.0]}
+    with pytest.raises(ValueError, match="'as_of' reads each partition at its own version.*dict"):
+        dg.materialize(assets, selection=[together], resources=resources, instance=instance)

@@ -1,5 +1,6 @@
 """Input metadata ``as_of``: an asset reads its upstream as it was at an instant (issue 19, item 2)."""
 
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -8,9 +9,11 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 
-from dagster_parquet_dataset import LocalStore, NotFound, ParquetDatasetStore, S3Store, VersionNotRetained
+from dagster_parquet_dataset import LocalStore, NotFound, ParquetDatasetStore, S3Store, Store, VersionNotRetained
 from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
 from dagster_parquet_dataset.dagster_io.options import ReadOptions
+from dagster_parquet_dataset.dagster_io.resources import StoreResource
+from tests._stores import WrappingStore
 from tests.conftest import make_bucket
 
 WHAT = "input 'prices'"
@@ -173,3 +176,46 @@ def test_as_of_over_partitions_per_partition_or_refused(tmp_path: Any, instance:
     assert {k: t["price"].to_pylist() for k, t in seen.items()} == {"a": [1.0], "b": [1.0]}
     with pytest.raises(ValueError, match="'as_of' reads each partition at its own version.*dict"):
         dg.materialize(assets, selection=[together], resources=resources, instance=instance)
+
+
+_COUNTS: dict[str, Counter[str]] = {}
+
+
+class CountingLocalStoreResource(StoreResource):
+    """A LocalStore whose calls are counted in ``_COUNTS[root]`` (shared by every store it builds)."""
+
+    root: str
+
+    def get_store(self) -> Store:
+        store = WrappingStore(LocalStore(self.root))
+        store.calls = _COUNTS.setdefault(self.root, Counter())
+        return store
+
+
+def test_requests_an_as_of_input_adds(tmp_path: Any, instance: dg.DagsterInstance) -> None:
+    """Measured through ``load_input``: ``as_of`` adds the live manifest (``_SUCCESS`` check + GET) and one
+    GET per version committed after the one it loads, over the same input with ``version``."""
+    root = str(tmp_path / "store")
+    io = RemoteStoreIOManager(store=CountingLocalStoreResource(root=root), retain_versions=None)
+    times = _materialize_three(io, ParquetDatasetStore(LocalStore(root)), instance)
+    counts = _COUNTS[root]
+
+    def calls(metadata: dict[str, Any]) -> Counter[str]:
+        context = dg.build_input_context(
+            name="prices", asset_key=dg.AssetKey(["prices"]), definition_metadata=metadata,
+            dagster_type=dg.PythonObjectDagsterType(pa.Table),
+        )  # fmt: skip
+        counts.clear()
+        assert io.load_input(context).num_rows == 1
+        return Counter(counts)
+
+    added = {}
+    for version, committed in enumerate(times, start=1):
+        by_time = calls({"as_of": committed.isoformat()})
+        by_time.subtract(calls({"version": version}))
+        added[version] = {op: n for op, n in by_time.items() if n}
+    assert added == {
+        3: {"exists": 1, "read_bytes": 1},
+        2: {"exists": 1, "read_bytes": 2},
+        1: {"exists": 1, "read_bytes": 3},
+    }

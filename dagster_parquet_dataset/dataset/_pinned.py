@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import validate_key
 from ._ops.many import CommittedManifests, read_committed, scan_many
 from ._ops.read import check_scan_keys
@@ -27,13 +28,17 @@ if TYPE_CHECKING:
 __all__ = ["CommittedManifests", "PinnedDatasets", "pin_manifests", "read_committed_manifests"]
 
 
-def read_committed_manifests(datasets: ParquetDatasetStore, keys: Sequence[str]) -> CommittedManifests:
+def read_committed_manifests(
+    datasets: ParquetDatasetStore, keys: Sequence[str], *, again: bool = False
+) -> CommittedManifests:
     """The committed manifest of every dataset in ``keys``, fetched in parallel (a bounded thread pool).
 
     One ``GET`` of ``manifest.json`` per dataset whose manifest proves its commit
     (one this package wrote); a Spec 042-only manifest also needs its ``_SUCCESS``.
     A dataset that cannot be read is recorded in ``failed`` with the error
-    ``read_dataset`` would raise, not raised.
+    ``read_dataset`` would raise, not raised. When ``datasets`` is a pinned view
+    (:func:`pin_manifests`), the keys it pins are taken from it, not fetched,
+    unless ``again``.
 
     Raises:
         TypeError / ValueError: ``keys`` is a string or holds an unsafe key.
@@ -42,7 +47,11 @@ def read_committed_manifests(datasets: ParquetDatasetStore, keys: Sequence[str])
     if isinstance(keys, (str, bytes)):
         raise TypeError(f"keys must be a list of dataset keys, not a single string {keys!r}")
     checked = list(dict.fromkeys(validate_key(k, what="dataset key") for k in keys))
-    return read_committed(datasets.store, checked)
+    pins = datasets.pins if isinstance(datasets, PinnedDatasets) and not again else CommittedManifests((), {}, {})
+    fetched = read_committed(datasets.store, [k for k in checked if k not in pins.keys])
+    found = {k: m for k, m in pins.found.items() if k in checked}
+    failed = {k: e for k, e in pins.failed.items() if k in checked}
+    return CommittedManifests(tuple(checked), {**found, **fetched.found}, {**failed, **fetched.failed})
 
 
 class PinnedDatasets(ParquetDatasetStore):
@@ -56,11 +65,25 @@ class PinnedDatasets(ParquetDatasetStore):
 
     pins: CommittedManifests
 
+    @property
+    def unpinned(self) -> ParquetDatasetStore:
+        """The same store and options, reading every manifest afresh."""
+        plain = ParquetDatasetStore.__new__(ParquetDatasetStore)
+        plain.__dict__.update({k: v for k, v in vars(self).items() if k != "pins"})
+        return plain
+
     def read_manifest(self, key: str, *, version: int | None = None) -> DatasetManifest:
-        """As :meth:`ParquetDatasetStore.read_manifest`; a pinned key's latest is its pinned manifest."""
+        """As :meth:`ParquetDatasetStore.read_manifest`; a pinned key's latest is its pinned manifest.
+
+        Raises:
+            As :meth:`ParquetDatasetStore.read_manifest` (for a pinned key, what reading it gave).
+        """
         found = self.pins.found.get(key)
         if found is not None and version in (None, found.version):
             return found
+        error = self.pins.failed.get(key)
+        if version is None and isinstance(error, (NotFound, ManifestCorrupted)):
+            raise error  # what reading the manifest again would raise
         return super().read_manifest(key, version=version)
 
     def plan_read(self, key: str, *, filters: Any = None, version: int | None = None) -> ReadPlan:
@@ -100,6 +123,6 @@ def pin_manifests(datasets: ParquetDatasetStore, committed: CommittedManifests) 
     if not isinstance(committed, CommittedManifests):
         raise TypeError(f"committed must come from read_committed_manifests, got {type(committed).__name__}")
     pinned = PinnedDatasets.__new__(PinnedDatasets)
-    pinned.__dict__.update(vars(datasets))
+    pinned.__dict__.update({k: v for k, v in vars(datasets).items() if k != "pins"})
     pinned.pins = committed
     return pinned

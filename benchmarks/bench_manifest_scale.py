@@ -133,47 +133,50 @@ def build_delta(root: str, datasets: ParquetDatasetStore) -> str:
 
 
 def bench_sizes(sizes: list[int], repeat: int, million: bool) -> None:
-    import deltalake
-
     print(f"(a) plan_read (point filter, fresh store) and a {ROWS_PER_FILE}-row append; medians of {repeat}")
     header = f"    {'files':>9} {'manifest':>10} {'plan ours':>10} {'plan delta':>10} {'ratio':>6}   "
     print(header + f"{'append ours':>11} {'append delta':>12} {'ratio':>6}   plan peak RSS")
     for n in sizes + ([1_000_000] if million else []):
-        root = tempfile.mkdtemp(prefix=f"bench-scale-{n}-")
-        try:
-            t0 = time.perf_counter()
-            datasets, total = build(root, n)
-            delta = build_delta(root, datasets)
-            built = time.perf_counter() - t0
-            store_root = os.path.join(root, "ours")
-            manifest_bytes = os.path.getsize(os.path.join(store_root, KEY, "manifest.json"))
-            x = (n // 2) * ROWS_PER_FILE + 3
-            point = [("id", "==", x)]
+        _measure_size(n, repeat)
 
-            def plan_ours() -> None:
-                plan = ParquetDatasetStore(LocalStore(store_root)).plan_read(KEY, filters=point)
-                assert len(plan.selected) == 1, len(plan.selected)
 
-            def plan_delta() -> None:
-                assert len(deltalake.DeltaTable(delta).file_uris()) >= n
+def _measure_size(n: int, repeat: int) -> None:
+    import deltalake
 
-            plan_o = median_of(plan_ours, repeat)
-            plan_d = median_of(plan_delta, repeat)
-            with PeakSampler() as sampler:
-                base = sampler.peak
-                plan_ours()
-            peak = sampler.peak - base
-            small = rows(10**12, ROWS_PER_FILE)
-            app_o = median_of(lambda: ParquetDatasetStore(LocalStore(store_root)).append_dataset(small, KEY), repeat)
-            app_d = median_of(lambda: deltalake.write_deltalake(delta, small, mode="append"), repeat)
-            print(
-                f"    {n:>9,} {manifest_bytes / 1e6:>8.1f}MB {plan_o * 1000:>8.1f}ms {plan_d * 1000:>8.1f}ms "
-                f"{plan_o / plan_d:>5.2f}x   {app_o * 1000:>9.1f}ms {app_d * 1000:>10.1f}ms {app_o / app_d:>5.2f}x   "
-                f"{mib(peak)}  (built in {built:.0f} s, {total:,} rows)",
-                flush=True,
-            )
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
+    root = tempfile.mkdtemp(prefix=f"bench-scale-{n}-")
+    try:
+        t0 = time.perf_counter()
+        datasets, total = build(root, n)
+        delta = build_delta(root, datasets)
+        built = time.perf_counter() - t0
+        store_root = os.path.join(root, "ours")
+        manifest_bytes = os.path.getsize(os.path.join(store_root, KEY, "manifest.json"))
+        point = [("id", "==", (n // 2) * ROWS_PER_FILE + 3)]
+
+        def plan_ours() -> None:
+            plan = ParquetDatasetStore(LocalStore(store_root)).plan_read(KEY, filters=point)
+            assert len(plan.selected) == 1, len(plan.selected)
+
+        def plan_delta() -> None:
+            assert len(deltalake.DeltaTable(delta).file_uris()) >= n
+
+        plan_o = median_of(plan_ours, repeat)
+        plan_d = median_of(plan_delta, repeat)
+        with PeakSampler() as sampler:
+            base = sampler.peak
+            plan_ours()
+        peak = sampler.peak - base
+        small = rows(10**12, ROWS_PER_FILE)
+        app_o = median_of(lambda: ParquetDatasetStore(LocalStore(store_root)).append_dataset(small, KEY), repeat)
+        app_d = median_of(lambda: deltalake.write_deltalake(delta, small, mode="append"), repeat)
+        print(
+            f"    {n:>9,} {manifest_bytes / 1e6:>8.1f}MB {plan_o * 1000:>8.1f}ms {plan_d * 1000:>8.1f}ms "
+            f"{plan_o / plan_d:>5.2f}x   {app_o * 1000:>9.1f}ms {app_d * 1000:>10.1f}ms {app_o / app_d:>5.2f}x   "
+            f"{mib(peak)}  (built in {built:.0f} s, {total:,} rows)",
+            flush=True,
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def bench_parse_plan(files: int, repeat: int) -> None:

@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import PeakSampler, mib  # noqa: E402
+from _common import PeakSampler, make_table, mib  # noqa: E402
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store  # noqa: E402
 from dagster_parquet_dataset.dataset.engine import PartOptions, encode_part  # noqa: E402
@@ -56,15 +56,7 @@ from dagster_parquet_dataset.dataset.engine import PartOptions, encode_part  # n
 KEY = "events"
 ROWS_PER_FILE = 10
 BATCH = 5_000
-SCHEMA = pa.schema(
-    [
-        ("id", pa.int64()),
-        ("amount", pa.float64()),
-        ("customer", pa.string()),
-        ("ts", pa.timestamp("us", tz="UTC")),
-        ("qty", pa.int32()),
-    ]
-)
+SCHEMA = make_table(1).schema  # id int64, amount float64, customer string, ts timestamp[us, UTC], qty int32
 
 
 def rows(start: int, n: int) -> pa.Table:

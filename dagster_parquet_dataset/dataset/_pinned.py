@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import validate_key
 from ._ops.many import CommittedManifests, read_committed, scan_many
-from ._ops.read import check_scan_keys
-from ._read import ReadPlan, plan
+from ._ops.read import check_scan_keys, plan_manifest
+from ._read import ReadPlan
 from .manifest import DatasetManifest
 from .store import ParquetDatasetStore
 
@@ -94,13 +94,7 @@ class PinnedDatasets(ParquetDatasetStore):
         """
         if version is not None or key not in self.pins.keys:
             return super().plan_read(key, filters=filters, version=version)
-        manifest = self.pins.manifest(key)
-        schema = manifest.schema
-        if schema is None:
-            if filters:
-                raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; it cannot be planned")
-            return ReadPlan(key, manifest.version, manifest.file_entries(), (), None, manifest)
-        return plan(manifest, schema, filters)
+        return plan_manifest(key, self.pins.manifest(key), filters)
 
     def scan_datasets(
         self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None

@@ -11,6 +11,7 @@ import faulthandler
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -42,6 +43,11 @@ class CountingStore(WrappingStore):
     def __init__(self, inner: Store) -> None:
         super().__init__(inner)
         self.barrier: threading.Barrier | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["barrier"] = None  # a copy sent to a Spark executor reads without waiting
+        return state
 
     def read_bytes(self, path: str) -> bytes:
         data = super().read_bytes(path)

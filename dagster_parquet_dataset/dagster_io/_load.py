@@ -22,7 +22,7 @@ import pyarrow as pa
 from dagster import InputContext
 from dagster._core.errors import DagsterInvariantViolationError
 
-from ..dataset import DatasetManifest, ParquetDatasetStore
+from ..dataset import DatasetManifest, ParquetDatasetStore, PinnedDatasets, pin_manifests, read_committed_manifests
 from ..errors import (
     DatasetIncomplete,
     DatasetNotFound,
@@ -39,6 +39,9 @@ from .options import ReadOptions
 
 #: Threads reading partitions at once when an input spans several.
 _PARTITION_READ_THREADS = 8
+
+#: Times an input over several partitions reads again after a commit replaced a partition's version.
+_REPIN_ATTEMPTS = 5
 
 #: Handler used for an unannotated input whose manifest records no Python type.
 _FALLBACK_TYPE_NAME = "pyarrow.Table"
@@ -352,6 +355,11 @@ class _Load:
                 f"loads {len(self.targets)} partitions as one value; annotate it dict[str, ...] (one value per "
                 "partition) or load a single partition"
             )
+        if not self.as_dict and len(self.targets) > 1:
+            # Every partition's committed manifest, fetched once and in parallel: the probes, the
+            # handler choice and the read all start from these (no second fetch, no _SUCCESS check).
+            keys = [k for _pk, k in self.targets]
+            self.datasets = pin_manifests(self.datasets, read_committed_manifests(self.datasets, keys))
         self.handler = self.pick_handler([k for _pk, k in self.targets])
         if self.as_dict or len(self.targets) == 1:
             results = self._pool_map(self.read_one)
@@ -386,6 +394,25 @@ class _Load:
         present = [t for t, data in zip(self.targets, has_data, strict=True) if data]
         return self.read_many(present)
 
+    def _repin(self, target: Target, exc: DatasetIncomplete) -> DatasetIncomplete | None:
+        """After reading ``target``'s pinned manifest failed with ``exc``: ``None`` once its latest committed
+        manifest, another version with the same owner, is pinned instead (read again); else the error to report
+        (``DatasetNotFound`` if it was deleted meanwhile, ``exc`` if its version did not change)."""
+        partition_key, key = target
+        datasets = self.datasets
+        if not isinstance(datasets, PinnedDatasets) or key not in datasets.pins.found:
+            return exc
+        fresh = read_committed_manifests(datasets, [key], again=True)
+        if key in fresh.failed:
+            error = fresh.failed[key]
+            return error if isinstance(error, DatasetIncomplete) else exc
+        pinned, latest = datasets.pins.found[key], fresh.found[key]
+        if (latest.version, latest.parts) == (pinned.version, pinned.parts) or holds_no_data(latest.metadata):
+            return exc
+        _own.check_owner(latest.metadata, _expected_owner(self.context, partition_key), key=key, writing=False)
+        self.datasets = pin_manifests(datasets, datasets.pins.with_manifest(key, latest))
+        return None
+
     def read_many(self, present: list[Target]) -> Any:
         """``handler.read_many`` over the partitions found present, with errors naming the partition.
 
@@ -393,6 +420,7 @@ class _Load:
         with ``allow_missing_partitions`` (the read starts again without it).
         """
         assert self.handler is not None
+        stale = 0
         while True:
             try:
                 keys = [key for _pk, key in present]
@@ -403,6 +431,12 @@ class _Load:
                 failed = _failed_target(exc, present)
                 if failed is None:
                     raise
+                if not isinstance(exc, DatasetNotFound) and stale < _REPIN_ATTEMPTS:
+                    fresh = self._repin(failed, exc)
+                    if fresh is None:
+                        stale += 1
+                        continue  # a commit replaced the version read: read the new one
+                    exc = fresh
                 if isinstance(exc, DatasetNotFound) and self.options.allow_missing_partitions and len(present) > 1:
                     self.context.log.warning(
                         f"{self.describe(None)}: skipped partition {failed[0]!r}, deleted while "

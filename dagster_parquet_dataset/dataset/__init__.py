@@ -6,12 +6,14 @@ from ._ops.compact import CompactResult
 from ._ops.listing import DatasetListing
 from ._ops.merge_plan import MergePlan, MergeReplanNeeded
 from ._options import DatasetOptions
+from ._pinned import CommittedManifests, PinnedDatasets, pin_manifests, read_committed_manifests
 from ._transaction import PendingWrite
 from ._verify import VerifyProblem, VerifyReport
 from .manifest import DatasetManifest, FileEntry
 from .store import ParquetDatasetStore
 
 __all__ = [
+    "CommittedManifests",
     "CompactResult",
     "DatasetListing",
     "DatasetManifest",
@@ -23,6 +25,9 @@ __all__ = [
     "ParquetDatasetStore",
     "PendingAppend",
     "PendingWrite",
+    "PinnedDatasets",
     "VerifyProblem",
     "VerifyReport",
+    "pin_manifests",
+    "read_committed_manifests",
 ]

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from ..storage.base import Capability, Store, validate_key
 from ._merge import MergeResult
-from ._ops import append, delete, history, merge, read, verify, write
+from ._ops import append, delete, history, many, merge, read, verify, write
 from ._ops.append import PendingAppend
 from ._ops.as_of import resolve_version, version_at
 from ._ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
@@ -394,7 +394,7 @@ class ParquetDatasetStore:
             CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
         """
         checked = read.check_scan_keys(keys)
-        return read.scan(self.store, checked, columns=columns, filters=filters)
+        return many.scan_many(self.store, checked, columns=columns, filters=filters)
 
     def dataset_exists(self, key: str) -> bool:
         """Whether ``{key}/_SUCCESS`` exists (PDS-007); a missing ``_SUCCESS`` after a commit is repaired."""

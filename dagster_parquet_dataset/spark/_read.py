@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset import ParquetDatasetStore
+from ..dataset import ParquetDatasetStore, PinnedDatasets, pin_manifests, read_committed_manifests
 from ..dataset.engine import DNF, PartCheck, PartsVanished, add_partition_columns, check_columns
 from ..dataset.manifest import DatasetManifest, FileEntry
 from ..errors import CapabilityNotSupported, DatasetIncomplete, NotFound
@@ -215,28 +215,33 @@ def _latest_manifest(datasets: ParquetDatasetStore, key: str) -> DatasetManifest
         return None
 
 
-def _plan_source(datasets: ParquetDatasetStore, key: str, filters: Any, version: int | None) -> _Source:
+def _plan_source(
+    datasets: ParquetDatasetStore, key: str, filters: Any, version: int | None, first: ParquetDatasetStore | None = None
+) -> _Source:
     """:func:`_plan_one`, with ``key`` recorded on a ``DatasetIncomplete`` (``DatasetNotFound`` included)."""
     try:
-        return _plan_one(datasets, key, filters, version)
+        return _plan_one(datasets, key, filters, version, first)
     except DatasetIncomplete as exc:
         _about(exc, key)
         raise
 
 
-def _plan_one(datasets: ParquetDatasetStore, key: str, filters: Any, version: int | None) -> _Source:
+def _plan_one(
+    datasets: ParquetDatasetStore, key: str, filters: Any, version: int | None, first: ParquetDatasetStore | None
+) -> _Source:
     """Plan ``key``'s read from its manifest (``plan_read``), once every selected part exists with its size.
 
     Only the selected parts are checked: a part the filters prune is never touched.
     If parts are missing because a commit replaced the version meanwhile, the
-    read is planned again on the new version.
+    read is planned again on the new version. ``first`` (a view pinned on
+    manifests already read) plans the first attempt; ``datasets`` the others.
 
     Raises:
         DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as ``read_dataset``.
         NotFound: ``version`` is not retained.
         ValueError / TypeError: filters ``plan_read`` rejects.
     """
-    read_plan = datasets.plan_read(key, filters=filters, version=version)
+    read_plan = (first or datasets).plan_read(key, filters=filters, version=version)
     for attempt in range(_READ_ATTEMPTS):
         if attempt:
             time.sleep(random.uniform(0, 0.01 * attempt))
@@ -455,8 +460,11 @@ def read_spark_datasets(
     if len(key_list) == 1:
         sources = [_plan_source(datasets, key_list[0], filters, None)]
     else:
+        # Every manifest fetched at once (one GET each), then planned without fetching it again.
+        pinned = pin_manifests(datasets, read_committed_manifests(datasets, key_list))
+        plain = datasets.unpinned if isinstance(datasets, PinnedDatasets) else datasets  # re-plans read afresh
         with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(key_list))) as pool:
-            sources = list(pool.map(lambda k: _plan_source(datasets, k, filters, None), key_list))
+            sources = list(pool.map(lambda k: _plan_source(plain, k, filters, None, pinned), key_list))
     label = key_list[0] if len(key_list) == 1 else f"{len(key_list)} datasets ({key_list[0]!r}, ...)"
     return _read_sources(spark, datasets.store, sources, columns, filters is not None, mode, label=label)
 

@@ -11,6 +11,7 @@ same columns and filters.
 
 import datetime as dt
 import os
+import threading
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -151,6 +152,19 @@ def test_many_datasets_are_one_native_scan(spark: SparkSession, local: ParquetDa
     assert "Union" not in df._jdf.queryExecution().executedPlan().toString()
     assert df.count() == 150
     assert rows(df) == expected(tables, df.columns)
+
+
+def test_many_datasets_fetch_each_manifest_once_in_parallel(spark: SparkSession, datasets: ParquetDatasetStore) -> None:
+    """Issue 21 item 5: N manifests, fetched at once (a barrier only N concurrent reads pass), then planned."""
+    from ..test_many_roots import KEYS, CountingStore, N, _write_days
+
+    _write_days(datasets.store)
+    counting = CountingStore(datasets.store)
+    counting.barrier = threading.Barrier(N)
+    df = read_spark_datasets(spark, ParquetDatasetStore(counting), KEYS, mode="arrow")
+    assert sorted(counting.requests()) == sorted(("read_bytes", f"{k}/manifest.json") for k in KEYS)
+    counting.barrier = None
+    assert df.count() == sum(range(1, N + 1))
 
 
 def test_many_datasets_filters_prune_across_datasets(spark: SparkSession, datasets: ParquetDatasetStore) -> None:

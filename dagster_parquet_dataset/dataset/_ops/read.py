@@ -63,7 +63,15 @@ def dataset_exists(store: Store, key: str) -> bool:
 
 def plan_read(store: Store, key: str, *, filters: Any, version: int | None) -> ReadPlan:
     """See :meth:`ParquetDatasetStore.plan_read`."""
-    manifest = committed_manifest(store, key, version)
+    return plan_manifest(key, committed_manifest(store, key, version), filters)
+
+
+def plan_manifest(key: str, manifest: DatasetManifest, filters: Any) -> ReadPlan:
+    """``plan_read`` of a committed manifest already read (no I/O).
+
+    Raises:
+        ValueError / TypeError: malformed filters, an unknown column, or filters on a manifest without a schema.
+    """
     schema = manifest.schema
     if schema is None:
         if filters:

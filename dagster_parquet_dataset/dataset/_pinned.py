@@ -1,0 +1,122 @@
+"""Reading many datasets from manifests fetched once: :func:`read_committed_manifests` and :func:`pin_manifests`.
+
+The Dagster and Spark layers read the committed manifests of N partition
+datasets in one parallel pass (:func:`read_committed_manifests`), decide from
+them what to read (owners, datasets that hold no data, absent partitions), and
+then read through :func:`pin_manifests`'s view, whose reads of those datasets'
+latest version start from the manifests already fetched instead of fetching
+them again. The view reads the versions committed when the manifests were
+fetched, as a scan does once it is created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ManifestCorrupted, NotFound
+from ..storage.base import validate_key
+from ._ops.many import CommittedManifests, read_committed, scan_many
+from ._ops.read import check_scan_keys, plan_manifest
+from ._read import ReadPlan
+from .manifest import DatasetManifest
+from .store import ParquetDatasetStore
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
+
+__all__ = ["CommittedManifests", "PinnedDatasets", "pin_manifests", "read_committed_manifests"]
+
+
+def read_committed_manifests(
+    datasets: ParquetDatasetStore, keys: Sequence[str], *, again: bool = False
+) -> CommittedManifests:
+    """The committed manifest of every dataset in ``keys``, fetched in parallel (a bounded thread pool).
+
+    One ``GET`` of ``manifest.json`` per dataset whose manifest proves its commit
+    (one this package wrote); a Spec 042-only manifest also needs its ``_SUCCESS``.
+    A dataset that cannot be read is recorded in ``failed`` with the error
+    ``read_dataset`` would raise, not raised. When ``datasets`` is a pinned view
+    (:func:`pin_manifests`), the keys it pins are taken from it, not fetched,
+    unless ``again``.
+
+    Raises:
+        TypeError / ValueError: ``keys`` is a string or holds an unsafe key.
+        StoreAccessError / OSError: the store cannot be reached.
+    """
+    if isinstance(keys, (str, bytes)):
+        raise TypeError(f"keys must be a list of dataset keys, not a single string {keys!r}")
+    checked = list(dict.fromkeys(validate_key(k, what="dataset key") for k in keys))
+    pins = datasets.pins if isinstance(datasets, PinnedDatasets) and not again else CommittedManifests((), {}, {})
+    fetched = read_committed(datasets.store, [k for k in checked if k not in pins.keys])
+    found = {k: m for k, m in pins.found.items() if k in checked}
+    failed = {k: e for k, e in pins.failed.items() if k in checked}
+    return CommittedManifests(tuple(checked), {**found, **fetched.found}, {**failed, **fetched.failed})
+
+
+class PinnedDatasets(ParquetDatasetStore):
+    """A :class:`ParquetDatasetStore` whose reads of some datasets' latest version use manifests already read.
+
+    ``read_manifest``, ``plan_read`` and ``scan_datasets`` of a key in
+    :attr:`pins` (latest version) start from its pinned manifest, or raise the
+    error recorded for it; every other call, and every other key, reads the
+    store as the base class does. Made by :func:`pin_manifests`.
+    """
+
+    pins: CommittedManifests
+
+    @property
+    def unpinned(self) -> ParquetDatasetStore:
+        """The same store and options, reading every manifest afresh."""
+        plain = ParquetDatasetStore.__new__(ParquetDatasetStore)
+        plain.__dict__.update({k: v for k, v in vars(self).items() if k != "pins"})
+        return plain
+
+    def read_manifest(self, key: str, *, version: int | None = None) -> DatasetManifest:
+        """As :meth:`ParquetDatasetStore.read_manifest`; a pinned key's latest is its pinned manifest.
+
+        Raises:
+            As :meth:`ParquetDatasetStore.read_manifest` (for a pinned key, what reading it gave).
+        """
+        found = self.pins.found.get(key)
+        if found is not None and version in (None, found.version):
+            return found
+        error = self.pins.failed.get(key)
+        if version is None and isinstance(error, (NotFound, ManifestCorrupted)):
+            raise error  # what reading the manifest again would raise
+        return super().read_manifest(key, version=version)
+
+    def plan_read(self, key: str, *, filters: Any = None, version: int | None = None) -> ReadPlan:
+        """As :meth:`ParquetDatasetStore.plan_read`; a pinned key's latest is planned on its pinned manifest.
+
+        Raises:
+            As :meth:`ParquetDatasetStore.plan_read`.
+        """
+        if version is not None or key not in self.pins.keys:
+            return super().plan_read(key, filters=filters, version=version)
+        return plan_manifest(key, self.pins.manifest(key), filters)
+
+    def scan_datasets(
+        self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None
+    ) -> pads.Dataset:
+        """As :meth:`ParquetDatasetStore.scan_datasets`; pinned keys are not fetched again.
+
+        Raises:
+            As :meth:`ParquetDatasetStore.scan_datasets`.
+        """
+        checked = check_scan_keys(keys)
+        return scan_many(self.store, checked, columns=columns, filters=filters, committed=self.pins)
+
+
+def pin_manifests(datasets: ParquetDatasetStore, committed: CommittedManifests) -> PinnedDatasets:
+    """A view of ``datasets`` whose reads of ``committed``'s keys start from the manifests it holds.
+
+    Raises:
+        TypeError: ``committed`` is not a :class:`CommittedManifests`.
+    """
+    if not isinstance(committed, CommittedManifests):
+        raise TypeError(f"committed must come from read_committed_manifests, got {type(committed).__name__}")
+    pinned = PinnedDatasets.__new__(PinnedDatasets)
+    pinned.__dict__.update({k: v for k, v in vars(datasets).items() if k != "pins"})
+    pinned.pins = committed
+    return pinned

@@ -1,0 +1,185 @@
+"""Many datasets at once (issue 21, item 5): N committed manifests fetched in parallel, one request each.
+
+The store is wrapped to count requests and to hold every manifest read at a
+barrier that only N concurrent readers pass: a serial fetch would break the
+barrier (its timeout is the watchdog), so passing proves the N fetches overlapped.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import threading
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pytest
+
+from dagster_parquet_dataset import (
+    DatasetIncomplete,
+    DatasetNotFound,
+    ManifestCorrupted,
+    ParquetDatasetStore,
+    Store,
+)
+from dagster_parquet_dataset.dataset import (
+    DatasetManifest,
+    PinnedDatasets,
+    pin_manifests,
+    read_committed_manifests,
+)
+
+from ._stores import WrappingStore
+
+N = 6
+KEYS = [f"daily/2025-01-0{d + 1}" for d in range(N)]
+
+
+class CountingStore(WrappingStore):
+    """Counts requests; holds manifest reads at ``barrier`` (when set) so that only concurrent readers pass."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.barrier: threading.Barrier | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        state["barrier"] = None  # a copy sent to a Spark executor reads without waiting
+        return state
+
+    def read_bytes(self, path: str) -> bytes:
+        data = super().read_bytes(path)
+        if self.barrier is not None and path.endswith("/manifest.json"):
+            self.barrier.wait(timeout=60)  # raises BrokenBarrierError if the reads do not overlap
+        return data
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        return self.inner.arrow_filesystem()
+
+    def requests(self) -> list[tuple[str, str]]:
+        """Every request but those on data parts (a ``MemoryStore`` scan copies them when it is created, a
+        Spec-only manifest's schema is its first part's footer)."""
+        return [(op, path) for op, path in self.log if not path.endswith(".parquet")]
+
+
+@pytest.fixture(autouse=True)
+def _watchdog() -> Iterator[None]:
+    faulthandler.dump_traceback_later(240, exit=True)
+    yield
+    faulthandler.cancel_dump_traceback_later()
+
+
+def _write_days(store: Store) -> ParquetDatasetStore:
+    datasets = ParquetDatasetStore(store)
+    for i, key in enumerate(KEYS):
+        datasets.write_dataset(pa.table({"day": [i] * (i + 1), "v": list(range(i + 1))}), key)
+    return datasets
+
+
+def _counting(store: Store) -> CountingStore:
+    counting = CountingStore(store)
+    counting.barrier = threading.Barrier(N)
+    return counting
+
+
+def test_scan_datasets_fetches_each_root_once_in_parallel_and_nothing_else(store: Store) -> None:
+    _write_days(store)
+    counting = _counting(store)
+    scan = ParquetDatasetStore(counting).scan_datasets(KEYS)
+    assert sorted(counting.requests()) == sorted(("read_bytes", f"{k}/manifest.json") for k in KEYS)
+    assert scan.count_rows() == sum(range(1, N + 1))
+    assert scan.to_table().column("day").to_pylist() == [i for i in range(N) for _ in range(i + 1)]
+
+
+def test_read_committed_manifests_then_a_pinned_scan_fetches_nothing_again(store: Store) -> None:
+    _write_days(store)
+    counting = _counting(store)
+    datasets = ParquetDatasetStore(counting)
+    committed = read_committed_manifests(datasets, KEYS)
+    assert set(committed.found) == set(KEYS) and not committed.failed
+    assert sorted(counting.requests()) == sorted(("read_bytes", f"{k}/manifest.json") for k in KEYS)
+    counting.barrier = None
+    pinned = pin_manifests(datasets, committed)
+    assert isinstance(pinned, PinnedDatasets)
+    assert pinned.scan_datasets(KEYS[::-1]).count_rows() == sum(range(1, N + 1))
+    assert pinned.plan_read(KEYS[2]).version == committed.manifest(KEYS[2]).version
+    assert pinned.read_manifest(KEYS[3]) is committed.manifest(KEYS[3])
+    assert read_committed_manifests(pinned, KEYS).found == committed.found  # taken from the view
+    assert sorted(counting.requests()) == sorted(("read_bytes", f"{k}/manifest.json") for k in KEYS)
+
+
+def test_a_spec_only_manifest_needs_its_success_and_costs_one_check(store: Store) -> None:
+    datasets = _write_days(store)
+    spec_key = KEYS[1]
+    spec_only = replace(datasets.read_manifest(spec_key), format_version=0, txn=None, txns=())
+    store.write_bytes(f"{spec_key}/manifest.json", spec_only.to_json().encode())
+    counting = _counting(store)
+    assert ParquetDatasetStore(counting).scan_datasets(KEYS).count_rows() == sum(range(1, N + 1))
+    expected = [*(("read_bytes", f"{k}/manifest.json") for k in KEYS), ("exists", f"{spec_key}/_SUCCESS")]
+    assert sorted(counting.requests()) == sorted(expected)
+
+    store.delete(f"{spec_key}/_SUCCESS")  # PDS-003: a Spec-only manifest without _SUCCESS is not committed
+    counting.barrier = None
+    with pytest.raises(DatasetIncomplete, match="_SUCCESS") as info:
+        ParquetDatasetStore(counting).scan_datasets(KEYS)
+    assert spec_key in str(info.value)
+    assert not store.exists(f"{spec_key}/_SUCCESS")
+
+
+def test_a_committed_manifest_without_success_is_read_and_not_written(store: Store) -> None:
+    # The compare-and-swap that put a manifest with a write token there is the commit (repair_success's rule).
+    _write_days(store)
+    store.delete(f"{KEYS[0]}/_SUCCESS")
+    counting = _counting(store)
+    assert ParquetDatasetStore(counting).scan_datasets(KEYS).count_rows() == sum(range(1, N + 1))
+    assert sorted(counting.requests()) == sorted(("read_bytes", f"{k}/manifest.json") for k in KEYS)
+    assert not store.exists(f"{KEYS[0]}/_SUCCESS")
+
+
+def test_a_corrupt_manifest_among_many_is_named_and_the_others_are_read(store: Store) -> None:
+    datasets = _write_days(store)
+    bad = KEYS[4]
+    store.write_bytes(f"{bad}/manifest.json", b"{not json")
+    committed = read_committed_manifests(datasets, KEYS)
+    assert set(committed.found) == set(KEYS) - {bad}
+    error = committed.failed[bad]
+    assert isinstance(error, ManifestCorrupted) and error.dataset_key == bad  # type: ignore[attr-defined]
+    with pytest.raises(ManifestCorrupted, match=bad):
+        datasets.scan_datasets(KEYS)
+    with pytest.raises(ManifestCorrupted):
+        pin_manifests(datasets, committed).read_manifest(bad)
+
+
+def test_a_dataset_deleted_between_listing_and_reading(store: Store) -> None:
+    datasets = _write_days(store)
+    listed = [d.key for d in datasets.list_datasets("daily")]
+    assert listed == KEYS
+    gone = KEYS[2]
+    committed = read_committed_manifests(datasets, listed)
+    datasets.delete_dataset(gone)
+    # Read afresh: absent, named.
+    with pytest.raises(DatasetNotFound, match=gone):
+        datasets.scan_datasets(listed)
+    again = read_committed_manifests(datasets, listed)
+    assert isinstance(again.failed[gone], DatasetNotFound) and set(again.found) == set(KEYS) - {gone}
+    # From manifests read before the delete: the parts it listed are gone, and the scan says so.
+    with pytest.raises(DatasetIncomplete, match=gone):
+        pin_manifests(datasets, committed).scan_datasets(listed)
+    # A later version of a pinned dataset replaces its pin.
+    datasets.write_dataset(pa.table({"day": [9], "v": [9]}), KEYS[0], overwrite=True)
+    newer = committed.with_manifest(KEYS[0], datasets.read_manifest(KEYS[0]))
+    assert newer.manifest(KEYS[0]).version == committed.manifest(KEYS[0]).version + 1
+
+
+def test_an_absent_dataset_is_recorded_not_raised(store: Store) -> None:
+    datasets = _write_days(store)
+    committed = read_committed_manifests(datasets, [*KEYS, "daily/never"])
+    assert isinstance(committed.failed["daily/never"], DatasetNotFound)
+    with pytest.raises(DatasetNotFound, match="daily/never"):
+        committed.manifests()
+    with pytest.raises(TypeError, match="single string"):
+        read_committed_manifests(datasets, "daily/x")
+    with pytest.raises(TypeError, match="read_committed_manifests"):
+        pin_manifests(datasets, {"daily/x": DatasetManifest})  # type: ignore[arg-type]

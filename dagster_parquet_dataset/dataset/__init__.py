@@ -1,5 +1,6 @@
 """Dataset layer: Spec 042 Parquet datasets on any Store."""
 
+from ._data_version import data_version
 from ._merge import MergeResult
 from ._ops.append import PendingAppend
 from ._ops.compact import CompactResult
@@ -25,4 +26,5 @@ __all__ = [
     "PendingWrite",
     "VerifyProblem",
     "VerifyReport",
+    "data_version",
 ]

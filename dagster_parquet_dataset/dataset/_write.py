@@ -49,20 +49,23 @@ class _HashingSink:
     hashlib's is the fastest here (CPU SHA extensions: about twice blake2b's speed).
     """
 
-    def __init__(self, inner: pa.NativeFile) -> None:
-        self._inner = inner
+    def __init__(self, inner: pa.NativeFile | None) -> None:
+        self._inner = inner  # None: hash only
         self._hash = hashlib.sha256()
+        self._position = 0
         self.closed = False
 
     def write(self, data: Any) -> int:
         self._hash.update(data)
-        return self._inner.write(data)
+        self._position += len(data)
+        return self._inner.write(data) if self._inner is not None else len(data)
 
     def tell(self) -> int:
-        return self._inner.tell()
+        return self._inner.tell() if self._inner is not None else self._position
 
     def flush(self) -> None:
-        self._inner.flush()
+        if self._inner is not None:
+            self._inner.flush()
 
     def writable(self) -> bool:
         return True
@@ -73,6 +76,14 @@ class _HashingSink:
     def digest(self) -> str:
         """The hash of every byte written so far, as ``sha256:<hex>``."""
         return HASH_PREFIX + self._hash.hexdigest()
+
+
+def table_hash(table: pa.Table) -> str:
+    """``sha256:<hex>`` of ``table``'s Arrow IPC stream (schema and rows, in order), without copying it."""
+    hashing = _HashingSink(None)
+    with pa.ipc.new_stream(pa.PythonFile(hashing, mode="w"), table.schema) as stream:
+        stream.write_table(table)
+    return hashing.digest()
 
 
 def chunk_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int) -> Iterator[pa.Table]:

@@ -175,6 +175,22 @@ def _file_entries(raw_files: list[Any]) -> tuple[FileEntry, ...]:
     return tuple(out)
 
 
+def _idempotency(raw: Any) -> tuple[tuple[str, str, str], ...]:
+    """The ``idempotency`` window: a list of ``{"key", "content", "txn"}`` string objects.
+
+    Raises:
+        ManifestCorrupted: it is not.
+    """
+    fields = ("key", "content", "txn")
+    if not isinstance(raw, list) or not all(
+        isinstance(e, dict) and all(isinstance(e.get(f), str) for f in fields) for e in raw
+    ):
+        raise ManifestCorrupted(
+            "manifest 'idempotency' should be a list of {key, content, txn} strings", reason="bad idempotency"
+        )
+    return tuple((e["key"], e["content"], e["txn"]) for e in raw)
+
+
 def _loads(text: str | bytes) -> Any:
     """Parse JSON with orjson when installed, else (or where orjson refuses, e.g. ``NaN``
     literals or integers beyond 64 bits) with :mod:`json`.
@@ -225,6 +241,10 @@ class DatasetManifest:
     newest first (a bounded window). A writer whose commit response was lost
     finds its token here and knows its commit landed, even if other writers
     committed on top meanwhile."""
+    idempotency: tuple[tuple[str, str, str], ...] = ()
+    """``(idempotency key, content hash, write token)`` of the recent commits made with an
+    idempotency key, newest first (a bounded window carried by every commit): a retried
+    write that finds its key with the same content hash here was already committed."""
 
     @cached_property
     def schema(self) -> pa.Schema | None:
@@ -259,6 +279,8 @@ class DatasetManifest:
             if self.txn is not None:
                 out["txn"] = self.txn
                 out["txns"] = list(self.txns)
+            if self.idempotency:
+                out["idempotency"] = [{"key": k, "content": c, "txn": t} for k, c, t in self.idempotency]
         return out
 
     def to_json(self) -> str:
@@ -369,6 +391,7 @@ class DatasetManifest:
             not isinstance(txns, list) or not all(isinstance(t, str) for t in txns)
         ):
             raise ManifestCorrupted("manifest 'txn'/'txns' should be a string and a list of strings", reason="bad txns")
+        idempotency = _idempotency(raw.get("idempotency") or [])
         arrow_schema = raw.get("arrow_schema")
         decoded: pa.Schema | None = None
         if arrow_schema is not None:
@@ -398,6 +421,7 @@ class DatasetManifest:
             operation=operation,
             txn=txn,
             txns=tuple(txns),
+            idempotency=idempotency,
         )
         if decoded is not None:
             manifest.__dict__["schema"] = decoded  # the cached_property's slot: decoded once, while validating

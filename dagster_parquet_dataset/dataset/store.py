@@ -183,8 +183,9 @@ class ParquetDatasetStore:
         partition_by: Sequence[str] | None = None,
         allow_new_columns: bool = False,
         expect_owner: Mapping[str, str | None] | None = None,
+        idempotency_key: str | None = None,
     ) -> DatasetManifest:
-        """Add ``table``'s rows to the dataset ``key`` as a new version (creating it if absent).
+        """Add ``table``'s rows to ``key`` as a new version, creating it if absent (``idempotency_key``: see merge).
 
         Raises:
             ValueError: the schema differs from the dataset's (named columns), new columns
@@ -192,7 +193,7 @@ class ParquetDatasetStore:
             ManifestCorrupted: the live manifest cannot be parsed.
             TypeError: bad input; nothing is written.
         """
-        args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
+        args = (run_id, metadata, partition_by, allow_new_columns, expect_owner, idempotency_key)
         return append.append_dataset(self._options, table, key, *args)
 
     def merge_dataset(
@@ -206,8 +207,9 @@ class ParquetDatasetStore:
         run_id: str | None = None,
         metadata: dict[str, str] | None = None,
         expect_owner: Mapping[str, str | None] | None = None,
+        idempotency_key: str | None = None,
     ) -> MergeResult:
-        """Merge ``source`` into the dataset by ``key_columns`` (docs/datasets.md).
+        """Merge ``source`` by ``key_columns`` (docs/datasets.md; ``idempotency_key``: docs/dagster.md, retries).
 
         Raises:
             ValueError: duplicate or null keys in the source, unknown strategy, a schema
@@ -216,7 +218,7 @@ class ParquetDatasetStore:
             CommitConflict: concurrent commits kept changing its files for ``commit_timeout``.
             TypeError: ``source`` is not a ``pyarrow.Table``.
         """
-        args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner)
+        args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner, idempotency_key)
         return merge.merge_dataset(self._options, source, key, *args)
 
     def compact_dataset(
@@ -388,8 +390,7 @@ class ParquetDatasetStore:
             DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as :meth:`read_dataset`.
             CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
         """
-        checked = read.check_scan_keys(keys)
-        return read.scan(self.store, checked, columns=columns, filters=filters)
+        return read.scan(self.store, read.check_scan_keys(keys), columns=columns, filters=filters)
 
     def dataset_exists(self, key: str) -> bool:
         """Whether ``{key}/_SUCCESS`` exists (PDS-007); a missing ``_SUCCESS`` after a commit is repaired."""
@@ -402,8 +403,7 @@ class ParquetDatasetStore:
             CapabilityNotSupported: the store cannot list.
             ValueError: ``prefix`` is not a safe key.
         """
-        if prefix:
-            prefix = self._key(prefix.strip("/"))
+        prefix = self._key(prefix.strip("/")) if prefix else prefix
         self._options.require(Capability.LIST, action="list datasets")
         return list_datasets(self.store, prefix)
 

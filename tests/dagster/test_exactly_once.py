@@ -4,6 +4,7 @@ its append or merge is not applied twice. On a local store and moto S3, through 
 
 from __future__ import annotations
 
+import faulthandler
 import os
 from pathlib import Path
 from typing import Any
@@ -12,54 +13,13 @@ import dagster as dg
 import pyarrow as pa
 import pytest
 
-from dagster_parquet_dataset import ParquetDatasetStore, Store
+from dagster_parquet_dataset import ParquetDatasetStore
 from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
 
-from .._stores import WrappingStore
+from .. import _multiprocess
 from ..conftest import make_bucket
-
-
-class StepDied(Exception):
-    """The step's death right after its commit landed (before Dagster could record anything)."""
-
-
-class DieAfterCommitStore(WrappingStore):
-    """Raises :class:`StepDied` right after the first append or merge commit lands, once per ``marker`` file."""
-
-    def __init__(self, inner: Store, marker: str) -> None:
-        super().__init__(inner)
-        self.marker = marker
-
-    def __getattr__(self, name: str) -> object:
-        # Backend-specific methods (S3Store.check_access, ...) and the pyarrow filesystem pass through.
-        if name.startswith("__") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def arrow_filesystem(self) -> Any:
-        return self.inner.arrow_filesystem()
-
-    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
-        token = super().write_if(path, data, expected=expected)
-        if path.endswith("/manifest.json") and (b'"append"' in data or b'"merge"' in data):
-            if not os.path.exists(self.marker):
-                Path(self.marker).touch()
-                raise StepDied(f"the step died right after committing {path}")
-        return token
-
-
-class _DyingLocal(LocalStoreResource):
-    marker: str
-
-    def get_store(self) -> Store:
-        return DieAfterCommitStore(super().get_store(), self.marker)
-
-
-class _DyingS3(S3StoreResource):
-    marker: str
-
-    def get_store(self) -> Store:
-        return DieAfterCommitStore(super().get_store(), self.marker)
+from . import retry_defs
+from .retry_defs import DyingLocal, DyingS3
 
 
 @pytest.fixture(params=["local", "s3"])
@@ -67,12 +27,12 @@ def dying(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[RemoteStoreIO
     """An IO manager whose store dies once after an append/merge commit, a reader, and the marker file."""
     marker = os.path.join(tmp_path, "died")
     if request.param == "local":
-        resource: Any = _DyingLocal(root=os.path.join(tmp_path, "store"), marker=marker)
+        resource: Any = DyingLocal(root=os.path.join(tmp_path, "store"), marker=marker)
         reader = ParquetDatasetStore(LocalStoreResource(root=resource.root).get_store())
     else:
         endpoint = request.getfixturevalue("moto_endpoint")
         bucket = make_bucket(endpoint)
-        resource = _DyingS3(bucket=bucket, prefix="lake", endpoint_url=endpoint, marker=marker)
+        resource = DyingS3(bucket=bucket, prefix="lake", endpoint_url=endpoint, marker=marker)
         reader = ParquetDatasetStore(S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint).get_store())
     return RemoteStoreIOManager(store=resource), reader, marker
 
@@ -140,3 +100,42 @@ def test_another_run_appends_again(dying: Any) -> None:
         for _ in range(2):
             assert dg.materialize([events], resources={"io_manager": io}, instance=instance).success
     assert reader.read_dataset("events").column("id").to_pylist() == [1, 1]  # a new run is a new write
+
+
+@pytest.mark.parametrize("backend_kind", ["local", "s3"])
+@pytest.mark.parametrize("mode", ["append", "merge"])
+def test_a_re_execution_from_failure_after_the_step_process_died(
+    backend_kind: str, mode: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    faulthandler.dump_traceback_later(600, exit=True)  # a run that hangs on a dead step process fails the test
+    monkeypatch.setenv("PDS_RETRY_MARKER", os.path.join(tmp_path, "died"))
+    if backend_kind == "local":
+        monkeypatch.setenv("PDS_RETRY_ROOT", os.path.join(tmp_path, "store"))
+        reader = ParquetDatasetStore(LocalStoreResource(root=os.path.join(tmp_path, "store")).get_store())
+    else:
+        endpoint = request.getfixturevalue("moto_endpoint")
+        bucket = make_bucket(endpoint)
+        monkeypatch.setenv("PDS_RETRY_BUCKET", bucket)
+        monkeypatch.setenv("PDS_RETRY_ENDPOINT", endpoint)
+        reader = ParquetDatasetStore(S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint).get_store())
+    key = "retry_events" if mode == "append" else "retry_merged"
+    reader.write_dataset(pa.table({"id": [0], "v": ["seed"]}) if mode == "merge" else pa.table({"id": [0]}), key)
+    job = dg.reconstructable(retry_defs.get_append_job if mode == "append" else retry_defs.get_merge_job)
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    try:
+        with dg.instance_for_test(temp_dir=str(home)) as instance:
+            ok, failed_run, _errors = _multiprocess.execute(job, instance)
+            assert not ok and os.path.exists(os.path.join(tmp_path, "died"))
+            assert sorted(reader.read_dataset(key).column("id").to_pylist()) == [0, 1, 2]  # the commit landed
+            assert not instance.fetch_materializations(dg.AssetKey(key), limit=1).records  # Dagster never knew
+
+            again = dg.ReexecutionOptions.from_failure(failed_run, instance)
+            ok, _run, errors = _multiprocess.execute(job, instance, reexecution_options=again)
+            assert ok, errors
+            [record] = instance.fetch_materializations(dg.AssetKey(key), limit=1).records
+            assert "recognized retry" in record.asset_materialization.metadata["exactly_once"].value
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    assert sorted(reader.read_dataset(key).column("id").to_pylist()) == [0, 1, 2]
+    assert reader.read_manifest(key).version == 2

@@ -75,9 +75,9 @@ def retry_merged() -> pa.Table:
     return pa.table({"id": [1, 2], "v": ["a", "b"]})
 
 
-def _io() -> RemoteStoreIOManager:
+def _io(s3: bool) -> RemoteStoreIOManager:
     marker = dg.EnvVar("PDS_RETRY_MARKER")
-    if os.environ.get("PDS_RETRY_BUCKET"):
+    if s3:
         store: Any = DyingS3(
             bucket=dg.EnvVar("PDS_RETRY_BUCKET"),
             prefix="lake",
@@ -90,19 +90,28 @@ def _io() -> RemoteStoreIOManager:
     return RemoteStoreIOManager(store=store)
 
 
-def _job(asset: Any) -> dg.JobDefinition:
+def _job(asset: Any, s3: bool) -> dg.JobDefinition:
     defs = dg.Definitions(
         assets=[asset],
         jobs=[dg.define_asset_job("retry_job", selection=[asset])],
-        resources={"io_manager": _io()},
+        resources={"io_manager": _io(s3)},
         executor=dg.multiprocess_executor,
     )
     return defs.resolve_job_def("retry_job")
 
 
+# One function per job and store: Dagster caches a reconstructed job by the function it comes from.
 def get_append_job() -> dg.JobDefinition:
-    return _job(retry_events)
+    return _job(retry_events, s3=False)
 
 
 def get_merge_job() -> dg.JobDefinition:
-    return _job(retry_merged)
+    return _job(retry_merged, s3=False)
+
+
+def get_append_job_s3() -> dg.JobDefinition:
+    return _job(retry_events, s3=True)
+
+
+def get_merge_job_s3() -> dg.JobDefinition:
+    return _job(retry_merged, s3=True)

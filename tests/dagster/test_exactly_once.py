@@ -120,7 +120,7 @@ def test_a_re_execution_from_failure_after_the_step_process_died(
         reader = ParquetDatasetStore(S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint).get_store())
     key = "retry_events" if mode == "append" else "retry_merged"
     reader.write_dataset(pa.table({"id": [0], "v": ["seed"]}) if mode == "merge" else pa.table({"id": [0]}), key)
-    job = dg.reconstructable(retry_defs.get_append_job if mode == "append" else retry_defs.get_merge_job)
+    job = dg.reconstructable(getattr(retry_defs, f"get_{mode}_job" + ("_s3" if backend_kind == "s3" else "")))
     home = tmp_path / "dagster_home"
     home.mkdir()
     try:

@@ -2,10 +2,11 @@
 
 A Spark job elsewhere (or any writer using :class:`ParquetDatasetStore`)
 commits new versions of a dataset; Dagster learns about them by observing the
-asset. The observed data version is the manifest version (with the commit's
-write token, so a dataset deleted and written again never repeats an earlier
-data version), so Dagster's staleness and declarative automation react to each
-new commit, and downstream assets load it through the same ``RemoteStoreIOManager``.
+asset. The observed data version is derived from the version's content (see
+:mod:`._data_version`: the same one the IO manager records when it writes that
+content), so Dagster's staleness and declarative automation react to each commit
+that changes the data, and downstream assets load it through the same
+``RemoteStoreIOManager``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from typing import Any
 from dagster import (
     AssetKey,
     BetaWarning,
-    DataVersion,
     MetadataValue,
     ObserveResult,
     SourceAsset,
@@ -26,14 +26,10 @@ from dagster import (
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ..errors import DatasetNotFound, NotFound
+from ._data_version import data_version_of
 from ._presentation import column_schema
 from ._wording import version_metadata
 from .resources import StoreResource
-
-
-def data_version_of(manifest: DatasetManifest) -> DataVersion:
-    """The data version Dagster records for a committed manifest: ``"<version>"`` or ``"<version>-<write token>"``."""
-    return DataVersion(str(manifest.version) if manifest.txn is None else f"{manifest.version}-{manifest.txn}")
 
 
 def observation_metadata(datasets: ParquetDatasetStore, key: str, manifest: DatasetManifest) -> dict[str, Any]:
@@ -89,7 +85,8 @@ def observable_dataset(
     """An observable source asset for a dataset that something outside Dagster writes.
 
     Each observation reads the dataset's manifest (nothing else) and records
-    its version as the asset's data version, with the row count, part count,
+    the data version of its content (the one the IO manager records when it
+    writes equal content), with the row count, part count,
     bytes, the writer's run id, the commit time and the column schema as
     metadata. Observe it on a schedule or with automation
     (``AutomationCondition``), or from the UI.

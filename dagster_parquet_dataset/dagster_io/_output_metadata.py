@@ -9,6 +9,7 @@ from dagster import MetadataValue, OutputContext
 
 from . import _context as _ctx
 from . import _presentation as _present
+from ._data_version import data_version_of
 from ._handler_base import (
     ASSET_KEY_KEY,
     OUTPUT_NAME_KEY,
@@ -74,6 +75,7 @@ def output_metadata(
             "dagster/uri": MetadataValue.url(uri),
             "dataset_key": MetadataValue.text(key),
             "manifest_version": version_metadata(manifest.version),
+            "data_version": MetadataValue.text(data_version_of(manifest).value),
             "write_mode": MetadataValue.text(options.write_mode),
             "rows_written": MetadataValue.int(written.rows),
             "part_count": MetadataValue.int(len(entries)),

@@ -21,6 +21,7 @@ from . import _backfill as _bf
 from . import _context as _ctx
 from . import _ownership as _own
 from . import _presentation as _present
+from ._data_version import set_output_data_version
 from ._handler_base import NO_DATA_KEY, TypeHandler
 from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry
@@ -175,7 +176,10 @@ def write_backfill(
 
     if len(targets) == 1:
         context.add_output_metadata(described(targets[0], written[0]))
+        set_output_data_version(context, written[0].manifest)
         return
+    # Several partitions: Dagster tags them all with the step's one data version, which no single
+    # partition's content gives; each partition's own is in its "data_version" metadata.
     step = _ctx.step_context_of(context)
     for target, one in zip(targets, written, strict=True):
         if step is not None:

@@ -18,7 +18,8 @@ from dagster import MetadataValue, OutputContext
 from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore
 from ..errors import VersionNotRetained
 from . import _ownership as _own
-from ._handler_base import TypeHandler, require_parquet_types
+from . import _retries
+from ._handler_base import PARTITION_KEY_KEY, TypeHandler, require_parquet_types
 from ._presentation import Presentation
 from .options import WriteOptions
 
@@ -129,6 +130,12 @@ def write_output(
             return _merged(datasets, key, options, own.merge)
         data = _arrow_of(handler, obj, presentation)
         owner = _own.commit_owner(metadata)
+        idem = (
+            _retries.idempotency_key(context, metadata.get(PARTITION_KEY_KEY))
+            if options.write_mode != "overwrite"
+            else None
+        )
+        before = _retries.live_entry(datasets, key, idem)
         if options.write_mode == "overwrite":
             manifest = datasets.write_dataset(
                 data,
@@ -144,14 +151,17 @@ def write_output(
             data, taken = _counted(data)
             kwargs = options.append_kwargs()
             manifest = datasets.append_dataset(
-                data, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs
+                data, key, run_id=run_id, metadata=metadata, expect_owner=owner, idempotency_key=idem, **kwargs
             )
             appended = taken()
-            return Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
+            extra = {"rows_appended": MetadataValue.int(appended), **_retries.recognised(before, manifest, idem)}
+            return Written(manifest, appended, None, extra)
         source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
-        kwargs = options.merge_kwargs()
+        kwargs = {**options.merge_kwargs(), "idempotency_key": idem}
         result = datasets.merge_dataset(source, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs)
-        return _merged(datasets, key, options, result)
+        written = _merged(datasets, key, options, result)
+        written.extra.update(_retries.recognised(before, written.manifest, idem))
+        return written
 
 
 def _merged(datasets: ParquetDatasetStore, key: str, options: WriteOptions, result: MergeResult) -> Written:

@@ -31,6 +31,7 @@ from . import _context as _ctx
 from . import _ownership as _own
 from . import _presentation as _present
 from . import keys as keys_mod
+from ._data_version import set_output_data_version
 from ._handler_base import TypeHandler
 from ._load import NoDataStored, UnsupportedTypeError, load_input, type_label
 from ._output_metadata import manifest_metadata, output_metadata
@@ -389,6 +390,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             context, key=key, uri=uri, written=written, type_name=name, options=options, preview=preview
         )
         context.add_output_metadata(md)
+        set_output_data_version(context, written.manifest)
 
     def _handler_for_output(self, obj: Any, subject: str) -> TypeHandler:
         """The handler that stores ``obj``.

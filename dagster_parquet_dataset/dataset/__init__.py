@@ -1,5 +1,6 @@
 """Dataset layer: Spec 042 Parquet datasets on any Store."""
 
+from ._data_version import data_version
 from ._merge import MergeResult
 from ._ops.append import PendingAppend
 from ._ops.compact import CompactResult
@@ -28,6 +29,7 @@ __all__ = [
     "PinnedDatasets",
     "VerifyProblem",
     "VerifyReport",
+    "data_version",
     "pin_manifests",
     "read_committed_manifests",
 ]

@@ -305,6 +305,9 @@ class Transaction:
         self._in_flight = False
         #: Whether a dataset (not just a delete's tombstone) was live when the transaction began.
         self.exists = pending.token is not None
+        self._idempotency: tuple[str, str] | None = None
+        #: Whether :meth:`commit` found this write already committed by an earlier attempt (its ``idempotency``).
+        self.recognised = False
 
     @classmethod
     def begin(
@@ -395,11 +398,18 @@ class Transaction:
 
     # ------------------------------------------------------------------ commit
 
-    def commit(self, build: Build) -> DatasetManifest:
+    def commit(self, build: Build, *, idempotency: tuple[str, str] | None = None) -> DatasetManifest:
         """Commit ``build``'s manifest, write ``_SUCCESS`` and delete obsolete files.
 
         If the commit is known to have lost, the parts are deleted (:meth:`abandon`);
         if its outcome is unknown, they are kept.
+
+        With ``idempotency`` (an idempotency key and the content hash of what this write adds),
+        the commit records both in the manifest's window (:attr:`DatasetManifest.idempotency`);
+        if the version it would build on already records the same key with the same content
+        hash, an earlier attempt of this write committed it: this one's parts are deleted and
+        that version is returned, with :attr:`recognised` set. The same key with another
+        content hash commits normally.
 
         Raises:
             AlreadyExists: ``exclusive`` and another writer created the dataset meanwhile.
@@ -412,6 +422,7 @@ class Transaction:
             ManifestCorrupted: a non-overwrite found the live manifest corrupt.
             Whatever ``build`` raises.
         """
+        self._idempotency = idempotency
         try:
             committed = self._commit(build)
         except CommitOutcomeUnknown:
@@ -423,6 +434,9 @@ class Transaction:
             if not self._in_flight or self._outcome() is False:
                 self.abandon()
             raise
+        if self.recognised:
+            self.abandon()
+            return committed
         self._finish(committed)
         return committed
 
@@ -444,6 +458,13 @@ class Transaction:
         unanswered = 0
         while True:
             check_owner(key, self.pending.expect_owner, current)
+            if (
+                current is not None
+                and self._idempotency is not None
+                and any((k, c) == self._idempotency for k, c, _t in current.idempotency)
+            ):
+                self.recognised = True  # an earlier attempt of this very write committed it
+                return current
             candidate = self._candidate(build(current), current, token)
             if current is not None and self.options.retain_versions != 1:
                 # Keep the replaced version readable: its manifest moves into _versions/.
@@ -508,18 +529,21 @@ class Transaction:
         if current is not None:
             version = current.version + 1
             previous = current.txns or ((current.txn,) if current.txn else ())
+            done = current.idempotency
         else:
             # No readable live manifest. If there was one (it is corrupt, or was deleted by hand
             # while copies of older versions remain), it was newer than every copy: skip its number too.
             copied = max(_version_copies(self.store, self.key), default=0)
             version = copied + 2 if token is not None or copied else 1
-            previous = ()
+            previous, done = (), ()
+        ours = () if self._idempotency is None else ((*self._idempotency, self.txn),)
         return replace(
             new,
             version=version,
             obsolete=self._obsolete(new, current),
             txn=self.txn,
             txns=(self.txn, *previous)[:TXN_WINDOW],
+            idempotency=(*ours, *done)[:TXN_WINDOW],
         )
 
     def _check_parts_exist(self) -> None:

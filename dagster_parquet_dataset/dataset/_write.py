@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -26,10 +27,63 @@ PART_PATH_KEY = "dagster_parquet_dataset.part_path"
 DEFAULT_ROW_GROUP = 1024 * 1024
 
 
+#: Prefix of :attr:`FileEntry.content_hash`: the algorithm, so another one can be told apart later.
+HASH_PREFIX = "sha256:"
+
+
 @dataclass(frozen=True)
 class PartOptions:
     compression: str
     row_group_size: int | None
+    hash_content: bool = True
+    """Whether parts record :attr:`FileEntry.content_hash` (off only to measure its cost)."""
+
+
+class _HashingSink:
+    """A write-only file object that hashes every byte on its way to ``inner``.
+
+    The Parquet writer hands its pages here as it encodes them (about a thousand calls for
+    a 2M-row part), so the hash costs no second read of the part. :meth:`digest` is taken
+    before the footer is written: the footer records the part's own path (which carries the
+    write's unique token), and equal data must give an equal content hash. SHA-256 because
+    hashlib's is the fastest here (CPU SHA extensions: about twice blake2b's speed).
+    """
+
+    def __init__(self, inner: pa.NativeFile | None) -> None:
+        self._inner = inner  # None: hash only
+        self._hash = hashlib.sha256()
+        self._position = 0
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        self._hash.update(data)
+        self._position += len(data)
+        return self._inner.write(data) if self._inner is not None else len(data)
+
+    def tell(self) -> int:
+        return self._inner.tell() if self._inner is not None else self._position
+
+    def flush(self) -> None:
+        if self._inner is not None:
+            self._inner.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self.closed = True  # the store closes (and publishes) ``inner`` itself
+
+    def digest(self) -> str:
+        """The hash of every byte written so far, as ``sha256:<hex>``."""
+        return HASH_PREFIX + self._hash.hexdigest()
+
+
+def table_hash(table: pa.Table) -> str:
+    """``sha256:<hex>`` of ``table``'s Arrow IPC stream (schema and rows, in order), without copying it."""
+    hashing = _HashingSink(None)
+    with pa.ipc.new_stream(pa.PythonFile(hashing, mode="w"), table.schema) as stream:
+        stream.write_table(table)
+    return hashing.digest()
 
 
 def chunk_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, rows: int) -> Iterator[pa.Table]:
@@ -81,11 +135,18 @@ def encode_part(
     itself, not from a second pass over the data; statistics are in the types
     the file reads back as. With ``tag``, the footer records ``relative``
     under :data:`PART_PATH_KEY` (only for parts that are never renamed).
+    The entry's ``content_hash`` hashes every byte before the footer (the data pages, in order)
+    as the writer produced them (see :class:`_HashingSink`).
     """
+    content_hash = None
     with store.open_output(path) as sink:
-        writer = pq.ParquetWriter(sink, schema, compression=options.compression)
+        hashing = _HashingSink(sink) if options.hash_content else None
+        target = pa.PythonFile(hashing, mode="w") if hashing is not None else sink
+        writer = pq.ParquetWriter(target, schema, compression=options.compression)
         for table in tables:
             writer.write_table(table, row_group_size=options.row_group_size)
+        if hashing is not None:
+            content_hash = hashing.digest()
         if tag:
             writer.add_key_value_metadata({PART_PATH_KEY: relative})
         writer.close()
@@ -97,6 +158,7 @@ def encode_part(
         size_bytes=size,
         partition_values=partition_values,
         stats=file_column_stats(metadata, stored_schema(schema)) or None,
+        content_hash=content_hash,
     )
 
 

@@ -76,6 +76,8 @@ class FileEntry:
             writer's metadata, canonical JSON form; absent keys mean unknown.
         missing_columns: dataset columns added after this file was written; a
             read fills them with nulls.
+        content_hash: ``"<algorithm>:<hex>"`` hash of the file's bytes before its footer,
+            computed while it was written (``None``: not recorded, e.g. Spec-only manifests).
     """
 
     path: str
@@ -84,6 +86,7 @@ class FileEntry:
     partition_values: dict[str, Any] | None = None
     stats: dict[str, dict[str, Any]] | None = None
     missing_columns: tuple[str, ...] = ()
+    content_hash: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"path": self.path, "row_count": self.row_count, "size_bytes": self.size_bytes}
@@ -93,6 +96,8 @@ class FileEntry:
             out["stats"] = self.stats
         if self.missing_columns:
             out["missing_columns"] = list(self.missing_columns)
+        if self.content_hash is not None:
+            out["content_hash"] = self.content_hash
         return out
 
     @classmethod
@@ -124,7 +129,12 @@ class FileEntry:
             raise ManifestCorrupted(
                 f"file entry {raw['path']!r}: missing_columns is not a list of names", reason="bad missing_columns"
             )
-        return cls(raw["path"], rows, size, partition_values, stats, tuple(missing))
+        content_hash = raw.get("content_hash")
+        if content_hash is not None and not isinstance(content_hash, str):
+            raise ManifestCorrupted(
+                f"file entry {raw['path']!r}: content_hash is not a string", reason="bad content_hash"
+            )
+        return cls(raw["path"], rows, size, partition_values, stats, tuple(missing), content_hash)
 
 
 def _file_entries(raw_files: list[Any]) -> tuple[FileEntry, ...]:
@@ -139,6 +149,7 @@ def _file_entries(raw_files: list[Any]) -> tuple[FileEntry, ...]:
         get = raw.get
         path, rows, size = get("path"), get("row_count"), get("size_bytes")
         values, stats, missing = get("partition_values"), get("stats"), get("missing_columns")
+        content_hash = get("content_hash")
         if (
             type(path) is not str
             or (rows is not None and (type(rows) is not int or rows < 0))
@@ -146,6 +157,7 @@ def _file_entries(raw_files: list[Any]) -> tuple[FileEntry, ...]:
             or (values is not None and type(values) is not dict)
             or (stats is not None and (type(stats) is not dict or not set(map(type, stats.values())) <= _DICT_ONLY))
             or (missing and (type(missing) is not list or not set(map(type, missing)) <= _STR_ONLY))
+            or (content_hash is not None and type(content_hash) is not str)
         ):
             append(FileEntry.from_dict(raw))
             continue
@@ -157,9 +169,26 @@ def _file_entries(raw_files: list[Any]) -> tuple[FileEntry, ...]:
             partition_values=values,
             stats=stats,
             missing_columns=tuple(missing) if missing else (),
+            content_hash=content_hash,
         )
         append(entry)
     return tuple(out)
+
+
+def _idempotency(raw: Any) -> tuple[tuple[str, str, str], ...]:
+    """The ``idempotency`` window: a list of ``{"key", "content", "txn"}`` string objects.
+
+    Raises:
+        ManifestCorrupted: it is not.
+    """
+    fields = ("key", "content", "txn")
+    if not isinstance(raw, list) or not all(
+        isinstance(e, dict) and all(isinstance(e.get(f), str) for f in fields) for e in raw
+    ):
+        raise ManifestCorrupted(
+            "manifest 'idempotency' should be a list of {key, content, txn} strings", reason="bad idempotency"
+        )
+    return tuple((e["key"], e["content"], e["txn"]) for e in raw)
 
 
 def _loads(text: str | bytes) -> Any:
@@ -212,6 +241,10 @@ class DatasetManifest:
     newest first (a bounded window). A writer whose commit response was lost
     finds its token here and knows its commit landed, even if other writers
     committed on top meanwhile."""
+    idempotency: tuple[tuple[str, str, str], ...] = ()
+    """``(idempotency key, content hash, write token)`` of the recent commits made with an
+    idempotency key, newest first (a bounded window carried by every commit): a retried
+    write that finds its key with the same content hash here was already committed."""
 
     @cached_property
     def schema(self) -> pa.Schema | None:
@@ -246,6 +279,8 @@ class DatasetManifest:
             if self.txn is not None:
                 out["txn"] = self.txn
                 out["txns"] = list(self.txns)
+            if self.idempotency:
+                out["idempotency"] = [{"key": k, "content": c, "txn": t} for k, c, t in self.idempotency]
         return out
 
     def to_json(self) -> str:
@@ -356,6 +391,7 @@ class DatasetManifest:
             not isinstance(txns, list) or not all(isinstance(t, str) for t in txns)
         ):
             raise ManifestCorrupted("manifest 'txn'/'txns' should be a string and a list of strings", reason="bad txns")
+        idempotency = _idempotency(raw.get("idempotency") or [])
         arrow_schema = raw.get("arrow_schema")
         decoded: pa.Schema | None = None
         if arrow_schema is not None:
@@ -385,6 +421,7 @@ class DatasetManifest:
             operation=operation,
             txn=txn,
             txns=tuple(txns),
+            idempotency=idempotency,
         )
         if decoded is not None:
             manifest.__dict__["schema"] = decoded  # the cached_property's slot: decoded once, while validating

@@ -174,15 +174,16 @@ class ParquetDatasetStore:
         partition_by: Sequence[str] | None = None,
         allow_new_columns: bool = False,
         expect_owner: Mapping[str, str | None] | None = None,
+        idempotency_key: str | None = None,
     ) -> DatasetManifest:
-        """Add ``table``'s rows to the dataset ``key`` as a new version (creating it if absent).
+        """Add ``table``'s rows to ``key`` as a new version, creating it if absent (``idempotency_key``: see merge).
 
         Raises:
             ValueError: the schema (named columns) or ``partition_by`` differs; new columns need ``allow_new_columns``.
             ManifestCorrupted: the live manifest cannot be parsed.
             TypeError: bad input; nothing is written.
         """
-        args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
+        args = (run_id, metadata, partition_by, allow_new_columns, expect_owner, idempotency_key)
         return append.append_dataset(self._options, table, key, *args)
 
     def merge_dataset(
@@ -196,15 +197,16 @@ class ParquetDatasetStore:
         run_id: str | None = None,
         metadata: dict[str, str] | None = None,
         expect_owner: Mapping[str, str | None] | None = None,
+        idempotency_key: str | None = None,
     ) -> MergeResult:
-        """Merge ``source`` into the dataset by ``key_columns`` (docs/datasets.md).
+        """Merge ``source`` by ``key_columns`` (docs/datasets.md; ``idempotency_key``: docs/dagster.md, retries).
 
         Raises:
             ValueError: duplicate/null source keys, unknown strategy, an unfit schema, a key changing partition.
             DatasetNotFound: ``strategy="update"`` on a dataset that does not exist.
             CommitConflict / TypeError: commits kept changing its files / ``source`` is not a ``pyarrow.Table``.
         """
-        args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner)
+        args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner, idempotency_key)
         return merge.merge_dataset(self._options, source, key, *args)
 
     def compact_dataset(
@@ -393,8 +395,7 @@ class ParquetDatasetStore:
             DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as :meth:`read_dataset`.
             CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
         """
-        checked = read.check_scan_keys(keys)
-        return many.scan_many(self.store, checked, columns=columns, filters=filters)
+        return many.scan_many(self.store, read.check_scan_keys(keys), columns=columns, filters=filters)
 
     def dataset_exists(self, key: str) -> bool:
         """Whether ``{key}/_SUCCESS`` exists (PDS-007); a missing ``_SUCCESS`` after a commit is repaired."""

@@ -9,6 +9,7 @@ from dagster._core.definitions.observe import observe  # what dagster's own test
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, observable_dataset
 from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager
+from dagster_parquet_dataset.dataset import data_version
 from dagster_parquet_dataset.errors import DatasetNotFound
 
 
@@ -35,7 +36,7 @@ def test_a_new_version_written_outside_dagster_changes_the_data_version(
 
     assert observe([clicks], instance=instance, resources={"io_manager": io}).success
     first, metadata = _observed(instance, clicks.key)
-    assert first is not None and first.startswith("1-")
+    assert first is not None and first == data_version(outside.read_manifest("prod/external/clicks"))
     assert metadata["dagster/row_count"].value == 3
     assert metadata["dataset_key"].value == "prod/external/clicks"
     assert metadata["writer_run_id"].value == "spark-1"
@@ -48,15 +49,20 @@ def test_a_new_version_written_outside_dagster_changes_the_data_version(
     outside.append_dataset(pa.table({"x": [4]}), "prod/external/clicks", run_id="spark-2")
     observe([clicks], instance=instance, resources={"io_manager": io})
     second, metadata = _observed(instance, clicks.key)
-    assert second != first and second.startswith("2-")
+    assert second != first and second == data_version(outside.read_manifest("prod/external/clicks"))
     assert metadata["dagster/row_count"].value == 4
 
-    # deleted and written again from scratch: version 1 again, yet a data version never seen before
+    # deleted and written again from scratch with other data: version 1 again, yet a data version never seen before
     outside.delete_dataset("prod/external/clicks")
     outside.write_dataset(pa.table({"x": [9]}), "prod/external/clicks")
     observe([clicks], instance=instance, resources={"io_manager": io})
     third, _ = _observed(instance, clicks.key)
-    assert third.startswith("1-") and third not in (first, second)
+    assert outside.read_manifest("prod/external/clicks").version == 1 and third not in (first, second)
+
+    # written again with the first data: the data version is the first one (it is the content's)
+    outside.write_dataset(pa.table({"x": [1, 2, 3]}), "prod/external/clicks", overwrite=True)
+    observe([clicks], instance=instance, resources={"io_manager": io})
+    assert _observed(instance, clicks.key)[0] == first
 
 
 def test_a_downstream_asset_loads_it_and_becomes_stale_on_a_new_version(
@@ -93,7 +99,9 @@ def test_a_store_resource_and_an_explicit_dataset_key(root: str, instance: dg.Da
     events = observable_dataset("events", dataset_key="lake/events", resource_key="lake")
     observe([events], instance=instance, resources={"lake": LocalStoreResource(root=root)})
     version, metadata = _observed(instance, events.key)
-    assert version is not None and version.startswith("1-")
+    assert version is not None and version == data_version(
+        ParquetDatasetStore(LocalStore(root)).read_manifest("lake/events")
+    )
     assert metadata["dataset_key"].value == "lake/events"
 
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from ...errors import CommitConflict
 from ...storage.base import Capability, validate_key
+from .._data_version import entries_hash
 from .._keys import check_key_fits, check_write_fits
 from .._options import DatasetOptions, check_metadata, check_run_id
 from .._partition import check_partition_by
@@ -136,6 +137,7 @@ def append_dataset(
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
     expect_owner: Mapping[str, str | None] | None = None,
+    idempotency_key: str | None = None,
 ) -> DatasetManifest:
     """See :meth:`ParquetDatasetStore.append_dataset`."""
     key = validate_key(key, what="dataset key")
@@ -148,7 +150,9 @@ def append_dataset(
     incoming = recorded_schema(table.schema, partition, key=key)
     with txn.writing():
         entries = write_parts(options, txn, table, partition)
-    return txn.commit(append_builder(options, key, entries, incoming, partition, txn.pending, allow_new_columns))
+    build = append_builder(options, key, entries, incoming, partition, txn.pending, allow_new_columns)
+    content = entries_hash(entries) if idempotency_key is not None else None
+    return txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
 
 
 def begin_append(

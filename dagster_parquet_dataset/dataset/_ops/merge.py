@@ -25,7 +25,7 @@ from .._partition import encode_partition_values
 from .._read import parallel_map, read_parts
 from .._schema import conform_table
 from .._transaction import Build, PendingWrite, Replan, Transaction, new_manifest, read_current, retry_replans
-from .._write import PartJob, encode_parts
+from .._write import PartJob, encode_parts, table_hash
 from ..manifest import DatasetManifest, FileEntry
 from .entries import check_external_entries
 from .history import read_manifest
@@ -51,6 +51,7 @@ def merge_dataset(
     run_id: str | None,
     metadata: dict[str, str] | None,
     expect_owner: Mapping[str, str | None] | None = None,
+    idempotency_key: str | None = None,
 ) -> MergeResult:
     """See :meth:`ParquetDatasetStore.merge_dataset`."""
     key = validate_key(key, what="dataset key")
@@ -59,6 +60,9 @@ def merge_dataset(
     metadata = check_metadata(metadata)
     owner = check_expect_owner(expect_owner)
     options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
+    # A merge's parts depend on the version it merges into, so its content is its source's.
+    content = f"{table_hash(source)}/{strategy}/{','.join(keys)}" if idempotency_key is not None else None
+    idempotency = None if idempotency_key is None or content is None else (idempotency_key, content)
 
     def attempt() -> MergeResult:
         while True:
@@ -67,7 +71,7 @@ def merge_dataset(
                 read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
             if current is not None:
                 args = (source, keys, strategy, partition_by, run_id, metadata)
-                return _merge_into(options, key, current, token, *args, expect_owner=owner)
+                return _merge_into(options, key, current, token, *args, expect_owner=owner, idempotency=idempotency)
             if strategy == "update":
                 raise DatasetNotFound(f"dataset {key!r} does not exist; nothing to update")
             try:
@@ -108,6 +112,7 @@ def _merge_into(
     metadata: dict[str, str] | None,
     *,
     expect_owner: dict[str, str | None] | None,
+    idempotency: tuple[str, str] | None = None,
 ) -> MergeResult:
     """Merge ``source`` into version ``current`` of ``key`` (see :meth:`ParquetDatasetStore.merge_dataset`).
 
@@ -188,8 +193,11 @@ def _merge_into(
     touched = {e.path for e in rewrite_candidates + move_candidates}
 
     committed = txn.commit(
-        _merge_builder(options, key, current, touched, rewritten, new_entries, index, schema, txn.pending, Replan)
+        _merge_builder(options, key, current, touched, rewritten, new_entries, index, schema, txn.pending, Replan),
+        idempotency=idempotency,
     )
+    if txn.recognised:  # an earlier attempt committed this merge: nothing changed now
+        return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version)
     return _result(committed, new_entries, rewritten, len(insert_rows), updated)
 
 

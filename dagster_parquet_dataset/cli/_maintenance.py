@@ -15,6 +15,8 @@ from ._output import OK, PROBLEMS, emit, indent
 from ._progress import progress_bar, spinner
 from ._targets import KeyNotFound, expand, expand_all
 
+#: Datasets verified at once by a bulk verify (each reads its footers in its own thread, so no nested pools).
+VERIFY_THREADS = 16
 #: Vacuum refuses a retention shorter than this without --force (a write or a reader may still need the files).
 SAFETY_FLOOR_SECONDS = 3600.0
 
@@ -66,12 +68,13 @@ def cmd_verify(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
                 description="",
                 quiet=True,
             )
-    else:  # many: one bar over the datasets
+    else:  # many: one bar over the datasets, one pool of threads (each dataset's footers read in its thread)
         outcomes = run_each(
             present,
-            lambda k: ds.verify_dataset(k, version=args.dataset_version),
+            lambda k: ds.verify_dataset(k, version=args.dataset_version, threads=1),
             description=f"verify {plural(len(present), 'dataset')}",
             quiet=args.json,
+            threads=VERIFY_THREADS,
         )
     by_key = {o.key: o for o in outcomes}
     documents: list[dict[str, Any]] = []

@@ -285,7 +285,7 @@ def _quiet_main(argv: list[str]) -> None:
         assert main(argv) == 0
 
 
-def bench_verify_all(datasets: int, files: int, repeats: int) -> bool:
+def bench_verify_all(datasets: int, files: int, repeats: int, only: str | None = None) -> bool:
     """``verify --all`` over ``datasets`` datasets of ``files`` files, against a ``pq.read_metadata`` loop."""
     results = []
     with _moto() as (endpoint, _client, _proxy):
@@ -299,6 +299,8 @@ def bench_verify_all(datasets: int, files: int, repeats: int) -> bool:
                 ),
             }
             for name, (store, cli_args) in stores.items():
+                if only is not None and name != only:
+                    continue
                 ds = ParquetDatasetStore(store, max_rows_per_file=10)
                 table = pa.table({"id": pa.array(range(10 * files), pa.int64())})
                 with ThreadPoolExecutor(8) as pool:
@@ -361,6 +363,7 @@ def main() -> None:
     parser.add_argument("--head-rows", type=int, default=10_000_000)
     parser.add_argument("--verify-datasets", type=int, default=1_000)
     parser.add_argument("--only", choices=["verify", "ls", "head", "verify-all"], default=None)
+    parser.add_argument("--verify-store", choices=["local", "moto S3"], default=None, help="verify-all on one store")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, pyarrow {pa.__version__}, {os.cpu_count()} CPUs")
     results = []
@@ -371,7 +374,7 @@ def main() -> None:
     if args.only in (None, "head"):
         results.append(bench_head(args.head_rows))
     if args.only in (None, "verify-all"):
-        results.append(bench_verify_all(args.verify_datasets, 10, args.repeats))
+        results.append(bench_verify_all(args.verify_datasets, 10, args.repeats, args.verify_store))
     print("\nall targets met" if all(results) else "\nsome targets NOT met")
 
 

@@ -13,7 +13,7 @@ from ._filters import describe_filter, parse_filter
 from ._format import human_bytes, human_count, human_duration, one_line, parse_duration, parse_size, plural, table
 from ._output import OK, PROBLEMS, emit, indent
 from ._progress import progress_bar, spinner
-from ._targets import KeyNotFound, expand, expand_all
+from ._targets import KeyNotFound, expand, expand_all, keys_under
 
 #: Datasets verified at once by a bulk verify (each reads its footers in its own thread, so no nested pools).
 VERIFY_THREADS = 16
@@ -51,8 +51,8 @@ def cmd_verify(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     _check_keys(args, "verify")
     # A missing key is a failed dataset in the report (not an abort), so the others are still checked.
     keys: dict[str, str | None] = {}
-    if args.all:
-        keys.update(dict.fromkeys(expand_all(ds, [], True)))
+    if args.all:  # the keys only: verify reads each manifest itself
+        keys.update(dict.fromkeys(keys_under(ds, "")))
     for key in dict.fromkeys(args.keys):
         try:
             keys.update(dict.fromkeys(expand(ds, key)))

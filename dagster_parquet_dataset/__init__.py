@@ -27,6 +27,7 @@ from .errors import (
     NotFound,
     OwnerMismatch,
     RemoteStoreError,
+    SparkWorkerEnvironmentError,
     StoreAccessError,
     VersionNotRetained,
 )
@@ -74,6 +75,7 @@ __all__ = [
     "RemoteStoreIOManager",
     "S3Store",
     "S3StoreResource",
+    "SparkWorkerEnvironmentError",
     "Store",
     "StoreAccessError",
     "VacuumOptions",

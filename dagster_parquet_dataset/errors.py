@@ -107,3 +107,20 @@ class CommitOutcomeUnknown(RemoteStoreError):
     is. If the commit did not land, :meth:`ParquetDatasetStore.vacuum` removes
     the unused parts after its grace period.
     """
+
+
+class SparkWorkerEnvironmentError(RemoteStoreError, RuntimeError):
+    """Spark's Python workers could not import a module the job needs (this package or one of its dependencies).
+
+    The workers run another Python than the driver (``spark.pyspark.python`` or
+    ``$PYSPARK_PYTHON``, else ``python3`` on the executors' path), one without
+    the package installed. The message names the missing module, the Python the
+    workers were told to use, the driver's Python, and what to set.
+
+    Attributes:
+        module: the module the workers could not import.
+    """
+
+    def __init__(self, message: str, module: str) -> None:
+        super().__init__(message)
+        self.module = module

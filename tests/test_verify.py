@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -215,6 +216,26 @@ def test_reads_footers_only_and_reports_progress() -> None:
     assert counting.bytes_read <= 5 * 64 * 1024 < total / 5, (counting.bytes_read, total)
     assert counting.calls["open_input"] == 5 and counting.calls["list_files"] == 1
     assert sorted(calls) == [(i, 5) for i in range(1, 6)]
+
+
+def test_one_thread_checks_in_the_calling_thread_and_finds_the_same_problems(store: Store) -> None:
+    ds = ParquetDatasetStore(store, max_rows_per_file=20)
+    ds.write_dataset(_table(), KEY)
+    parts = _parts(ds)
+    store.delete(f"{KEY}/{parts[2]}")
+    threads: set[str] = set()
+    serial = ds.verify_dataset(KEY, threads=1, progress=lambda done, n: threads.add(threading.current_thread().name))
+    assert serial == ds.verify_dataset(KEY)
+    assert _kinds(serial) == [(parts[2], "missing")] and serial.files_checked == 5
+    assert threads == {threading.current_thread().name}
+
+
+@pytest.mark.parametrize(("threads", "error"), [(0, ValueError), (-2, ValueError), (True, TypeError), (2.0, TypeError)])
+def test_bad_thread_count_is_refused(threads: object, error: type[Exception]) -> None:
+    ds = ParquetDatasetStore(MemoryStore())
+    ds.write_dataset(_table(10), KEY)
+    with pytest.raises(error, match="threads"):
+        ds.verify_dataset(KEY, threads=threads)  # type: ignore[arg-type]
 
 
 def test_problem_kinds_are_documented() -> None:

@@ -13,8 +13,10 @@ from ._filters import describe_filter, parse_filter
 from ._format import human_bytes, human_count, human_duration, one_line, parse_duration, parse_size, plural, table
 from ._output import OK, PROBLEMS, emit, indent
 from ._progress import progress_bar, spinner
-from ._targets import KeyNotFound, expand, expand_all
+from ._targets import KeyNotFound, expand, expand_all, keys_under
 
+#: Datasets verified at once by a bulk verify (each reads its footers in its own thread, so no nested pools).
+VERIFY_THREADS = 16
 #: Vacuum refuses a retention shorter than this without --force (a write or a reader may still need the files).
 SAFETY_FLOOR_SECONDS = 3600.0
 
@@ -49,8 +51,8 @@ def cmd_verify(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     _check_keys(args, "verify")
     # A missing key is a failed dataset in the report (not an abort), so the others are still checked.
     keys: dict[str, str | None] = {}
-    if args.all:
-        keys.update(dict.fromkeys(expand_all(ds, [], True)))
+    if args.all:  # the keys only: verify reads each manifest itself
+        keys.update(dict.fromkeys(keys_under(ds, "")))
     for key in dict.fromkeys(args.keys):
         try:
             keys.update(dict.fromkeys(expand(ds, key)))
@@ -66,12 +68,13 @@ def cmd_verify(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
                 description="",
                 quiet=True,
             )
-    else:  # many: one bar over the datasets
+    else:  # many: one bar over the datasets, one pool of threads (each dataset's footers read in its thread)
         outcomes = run_each(
             present,
-            lambda k: ds.verify_dataset(k, version=args.dataset_version),
+            lambda k: ds.verify_dataset(k, version=args.dataset_version, threads=1),
             description=f"verify {plural(len(present), 'dataset')}",
             quiet=args.json,
+            threads=VERIFY_THREADS,
         )
     by_key = {o.key: o for o in outcomes}
     documents: list[dict[str, Any]] = []

@@ -31,8 +31,10 @@ __all__ = [
     "verify_parts",
 ]
 
-#: Threads that read footers at once.
-_VERIFY_THREADS = 16
+#: ``progress(done, total)``: called as parts are checked.
+Progress = Callable[[int, int], None]
+#: Threads that read one dataset's footers at once (by default).
+VERIFY_THREADS = 16
 
 
 @dataclass(frozen=True)
@@ -100,9 +102,12 @@ def verify_parts(
     key: str,
     manifest: DatasetManifest,
     progress: Callable[[int, int], None] | None = None,
+    threads: int = VERIFY_THREADS,
 ) -> VerifyReport:
-    """Check every part of ``manifest`` (one listing, then footers on parallel threads).
+    """Check every part of ``manifest`` (one listing, then footers on up to ``threads`` threads).
 
+    ``threads=1`` checks the parts in the calling thread (no pool: for a
+    caller that already runs many datasets on threads of its own).
     ``progress(done, total)`` is called after each part (from worker threads).
     Problems come back in manifest order, never raised; store errors other
     than a missing file (no access, a dead endpoint) are raised.
@@ -131,10 +136,10 @@ def verify_parts(
                 progress(done, total)
         return found
 
-    if total <= 1:
+    if total <= 1 or threads <= 1:
         results = [check(e) for e in entries]
     else:
-        with ThreadPoolExecutor(min(_VERIFY_THREADS, total), thread_name_prefix="pds-verify") as pool:
+        with ThreadPoolExecutor(min(threads, total), thread_name_prefix="pds-verify") as pool:
             results = list(pool.map(check, entries))
     problems = tuple(p for found in results for p in found)
     return VerifyReport(key, manifest.version, total, problems)

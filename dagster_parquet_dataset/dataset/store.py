@@ -25,7 +25,7 @@ from ._ops.vacuum import VacuumResult, vacuum
 from ._options import check_metadata, make_options
 from ._read import ReadPlan
 from ._transaction import PendingWrite
-from ._verify import VerifyReport
+from ._verify import Progress, VerifyReport
 from .manifest import DatasetManifest, FileEntry
 
 if TYPE_CHECKING:
@@ -412,15 +412,15 @@ class ParquetDatasetStore:
         return list_datasets(self.store, prefix)
 
     def verify_dataset(
-        self, key: str, *, version: int | None = None, progress: Callable[[int, int], None] | None = None
+        self, key: str, *, version: int | None = None, progress: Progress | None = None, threads: int = 16
     ) -> VerifyReport:
-        """Check every part of the dataset (or of a retained ``version``) against its manifest.
+        """Check every part of the dataset (or a retained ``version``) against its manifest, on ``threads`` threads.
 
         Raises:
             DatasetNotFound / NotFound: nothing under ``key`` / ``version`` is not retained (``VersionNotRetained``).
-            StoreAccessError / OSError / ValueError / TypeError: the store cannot be reached / a bad key or version.
+            StoreAccessError / OSError / ValueError / TypeError: unreachable store / a bad key, version or thread count.
         """
-        return verify.verify_dataset(self.store, self._key(key), version=version, progress=progress)
+        return verify.verify_dataset(self.store, self._key(key), version=version, progress=progress, threads=threads)
 
     def vacuum(
         self,

@@ -34,6 +34,7 @@ from ..dataset import FileEntry, MergePlan, MergeReplanNeeded, MergeResult, Parq
 from ..dataset.engine import check_key_columns, retry_replans
 from ..errors import AlreadyExists, DatasetNotFound, NotFound
 from ._append import check_spark_args
+from ._jobs import collect_rows
 from ._parts import Destination, delete_parts, entries_of, write_into, write_spark_parts
 from ._read import _Source, _TaskReader
 from ._schema import arrow_schema_to_spark, spark_schema_to_arrow
@@ -274,7 +275,7 @@ def _merge_once(df: DataFrame, datasets: ParquetDatasetStore, plan: MergePlan, r
         counts = matched.groupBy(_FILE).agg(
             F.count(F.lit(1)).alias("n"), F.sum(F.when(moved, 1).otherwise(0)).alias("moved")
         )
-        rows = counts.collect()  # one row per candidate file that holds matched keys
+        rows = collect_rows(counts)  # one row per candidate file that holds matched keys (reads them on the workers)
         if any(int(r["moved"] or 0) for r in rows):
             bad = matched.where(moved).select(*[_driver_value(matched, k).alias(k) for k in keys], _FILE).limit(1)
             first = bad.collect()[0]

@@ -294,6 +294,55 @@ def test_head_prints_the_first_rows(target: Target) -> None:
     assert bad.returncode == 2 and "nope" in one_line_error(bad)
 
 
+def test_verify_all_on_s3_reads_each_manifest_once_and_lists_once_per_dataset(moto_endpoint: str) -> None:
+    """``verify --all``: one listing of the store finds the datasets, then each dataset costs one GET of its
+    manifest, one LIST of its folder and its footers (no manifest read twice)."""
+    from .._s3_proxy import LossyProxy
+
+    bucket = make_bucket(moto_endpoint)
+    ds = ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=moto_endpoint), max_rows_per_file=5)
+    keys = [f"raw/clicks/{_day(i)}" for i in range(6)]
+    for i, key in enumerate(keys):
+        ds.write_dataset(_clicks(i), key)
+    proxy = LossyProxy(moto_endpoint)
+    try:
+        result = run("--store", f"s3://{bucket}/lake", "--endpoint-url", proxy.url, "verify", "--all", "--json")
+        seen = [(method, path) for method, path, _status in proxy.seen]
+    finally:
+        proxy.close()
+    assert result.returncode == 0, result.stderr
+    assert [d["key"] for d in json.loads(result.stdout)["datasets"]] == keys
+    manifest_gets = sorted(
+        p.split("?")[0] for m, p in seen if m == "GET" and p.split("?")[0].endswith("/manifest.json")
+    )
+    assert manifest_gets == [f"/{bucket}/lake/{key}/manifest.json" for key in keys], seen
+    lists = [p for m, p in seen if m == "GET" and "list-type=2" in p]
+    assert len(lists) == 1 + len(keys), lists
+
+
+def test_head_on_s3_reads_at_most_two_objects_after_the_manifest(moto_endpoint: str) -> None:
+    """``head -n 10`` of a 40-file dataset: after manifest.json, only the first part is read (at most 2 requests)."""
+    from .._s3_proxy import LossyProxy
+
+    bucket = make_bucket(moto_endpoint)
+    ds = ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=moto_endpoint), max_rows_per_file=1_000)
+    ds.write_dataset(pa.table({"id": pa.array(range(40_000), pa.int64())}), "big")
+    assert len(ds.read_manifest("big").parts) == 40
+    proxy = LossyProxy(moto_endpoint)
+    try:
+        result = run("--store", f"s3://{bucket}/lake", "--endpoint-url", proxy.url, "head", "big", "-n", "10", "--json")
+        seen = [(method, path.split("?")[0]) for method, path, _status in proxy.seen]
+    finally:
+        proxy.close()
+    assert result.returncode == 0, result.stderr
+    assert [r["id"] for r in json.loads(result.stdout)["rows"]] == list(range(10))
+    manifest = max(i for i, (method, path) in enumerate(seen) if method == "GET" and path.endswith("/manifest.json"))
+    after = seen[manifest + 1 :]
+    assert len(after) <= 2, seen
+    first = ds.read_manifest("big").parts[0]
+    assert {path for _method, path in after} == {f"/{bucket}/lake/big/{first}"}, seen
+
+
 def test_head_of_a_partitioned_dataset_and_of_an_evolved_schema(local: Target) -> None:
     """Partition columns (not in the files) and columns added later (absent from old parts) come out as a read."""
     ds = ParquetDatasetStore(local.store, max_rows_per_file=4)

@@ -215,15 +215,79 @@ query Materializations($path: [String!]!, $partition: String!) {
         runId
         partition
         metadataEntries {
+          __typename
           label
           ... on TextMetadataEntry { text }
           ... on IntMetadataEntry { intValue }
+          ... on MarkdownMetadataEntry { mdStr }
+          ... on TableSchemaMetadataEntry { schema { columns { name description } } }
         }
       }
     }
   }
 }
 """
+
+ASSET_NODES_QUERY = """
+query AssetNodes {
+  assetNodes {
+    assetKey { path }
+    description
+    metadataEntries {
+      label
+      ... on TableSchemaMetadataEntry { schema { columns { name description } } }
+    }
+  }
+}
+"""
+
+CHECK_EXECUTIONS_QUERY = """
+query CheckExecutions($path: [String!]!, $check: String!, $partition: String!) {
+  assetCheckExecutions(assetKey: {path: $path}, checkName: $check, partition: $partition, limit: 5) {
+    runId
+    evaluation { success metadataEntries { __typename label } }
+  }
+}
+"""
+
+#: The dataset checks the example defines on every asset.
+CHECK_NAMES = ("dataset_integrity", "schema_unchanged", "row_count_change")
+
+
+def _undescribed_columns(entries: list[dict[str, Any]]) -> list[str] | None:
+    """The columns of the ``dagster/column_schema`` entry without a description (``None``: no such entry)."""
+    schema = next((e["schema"] for e in entries if e["label"] == "dagster/column_schema"), None)
+    if schema is None or not schema["columns"]:
+        return None
+    return [c["name"] for c in schema["columns"] if not c["description"]]
+
+
+def _assert_what_the_ui_shows(server: DagsterDev, run_id: str) -> None:
+    """Every asset has a description and described columns; each output of the run a preview and described
+    columns; ``manifest_version`` is text everywhere (the UI plots numeric metadata, and version numbers of
+    different partitions make a meaningless plot)."""
+    nodes = server.graphql(ASSET_NODES_QUERY)["assetNodes"]
+    assert len(nodes) >= 7
+    for node in nodes:
+        name = "/".join(node["assetKey"]["path"])
+        assert node["description"], f"asset {name} has no description"
+        assert _undescribed_columns(node["metadataEntries"]) == [], f"asset {name}: columns without a description"
+    for key in DAILY_KEYS:
+        materializations = server.graphql(MATERIALIZATIONS_QUERY, {"path": key.split("/"), "partition": PARTITION})
+        entries = materializations["assetOrError"]["assetMaterializations"][0]["metadataEntries"]
+        by_label = {e["label"]: e for e in entries}
+        assert by_label["preview"]["__typename"] == "MarkdownMetadataEntry" and "|" in by_label["preview"]["mdStr"], key
+        assert _undescribed_columns(entries) == [], f"{key}: its output has columns without a description"
+        assert by_label["manifest_version"]["__typename"] == "TextMetadataEntry", key
+        for check in CHECK_NAMES:
+            executions = server.graphql(
+                CHECK_EXECUTIONS_QUERY, {"path": key.split("/"), "check": check, "partition": PARTITION}
+            )["assetCheckExecutions"]
+            assert [e["runId"] for e in executions] == [run_id], (key, check)
+            evaluation = executions[0]["evaluation"]
+            assert evaluation["success"], (key, check)
+            types = {e["label"]: e["__typename"] for e in evaluation["metadataEntries"]}
+            assert types["manifest_version"] == "TextMetadataEntry", (key, check, types)
 
 
 @pytest.fixture
@@ -361,6 +425,7 @@ def test_dagster_dev_materializes_a_partition_and_shuts_down(dagster_dev: Dagste
     entries = {e["label"]: e for e in materializations[0]["metadataEntries"]}
     assert entries["dataset_key"]["text"] == f"marts/daily_event_stats/{PARTITION}"
     assert entries["dagster/partition_row_count"]["intValue"] == stats.num_rows
+    _assert_what_the_ui_shows(server, run_id)
 
     # Clean shutdown of the whole process group by SIGTERM.
     pgid = server.proc.pid

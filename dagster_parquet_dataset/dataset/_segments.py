@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -183,7 +184,7 @@ def _remember(store: Store, path: str, table: pa.Table) -> None:
         tables[path] = table
 
 
-def load_segment(store: Store, key: str, ref: SegmentRef) -> pa.Table:
+def load_segment(store: Store, key: str, ref: SegmentRef, *, cached: bool = True) -> pa.Table:
     """The verified table of segment ``ref`` (cached: segments never change).
 
     Raises:
@@ -191,10 +192,11 @@ def load_segment(store: Store, key: str, ref: SegmentRef) -> pa.Table:
             a segment table; the message names the segment.
     """
     path = f"{key}/{ref.path}"
-    with _cache_lock:
-        cached = _cache.get(store, {}).get(path) if _weakable(store) else None
-    if cached is not None:
-        return cached
+    if cached:
+        with _cache_lock:
+            hit = _cache.get(store, {}).get(path) if _weakable(store) else None
+        if hit is not None:
+            return hit
     try:
         data = store.read_bytes(path)
     except NotFound:
@@ -209,7 +211,7 @@ def load_segment(store: Store, key: str, ref: SegmentRef) -> pa.Table:
             reason=f"{why} segment",
         )
     try:
-        table = pq.read_table(pa.BufferReader(data))
+        table = pq.read_table(pa.BufferReader(data), use_threads=False)
     except Exception as exc:
         raise ManifestCorrupted(
             f"dataset {key!r}: segment {ref.path!r} is not a readable Parquet file: {exc}", reason="corrupt segment"
@@ -222,6 +224,16 @@ def load_segment(store: Store, key: str, ref: SegmentRef) -> pa.Table:
         )
     _remember(store, path, table)
     return table
+
+
+def check_segments(store: Store, key: str, refs: Sequence[SegmentRef]) -> None:
+    """Read every segment of ``refs`` from the store itself (not the cache) and check it.
+
+    Raises:
+        ManifestCorrupted: a segment is missing, truncated or corrupt (the message names it).
+    """
+    for ref in refs:
+        load_segment(store, key, ref, cached=False)
 
 
 def _weakable(store: Store) -> bool:
@@ -264,8 +276,11 @@ def live_rows(table: pa.Table, parts: Sequence[str], key: str) -> pa.Table:
     if not parts:
         return table.slice(0, 0)
     n = table.num_rows
-    reversed_rows = table.take(pa.array(range(n - 1, -1, -1), pa.int64())) if n > 1 else table
-    index = pc.index_in(pa.array(parts, pa.string()), value_set=reversed_rows.column("path"))
+    wanted = pa.array(parts, pa.string())
+    if n == len(parts) and table.column("path").combine_chunks().equals(wanted):
+        return table  # the usual case: no dead rows, segments in the order of the parts
+    reversed_rows = table.take(pa.array(np.arange(n - 1, -1, -1, dtype=np.int64))) if n > 1 else table
+    index = pc.index_in(wanted, value_set=reversed_rows.column("path"))
     if index.null_count:
         missing = parts[pc.index(pc.is_null(index), True).as_py()]
         raise ManifestCorrupted(

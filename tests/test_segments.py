@@ -37,7 +37,7 @@ def _segmented(store: Store, **options: object) -> ParquetDatasetStore:
 
 
 def test_entries_live_in_a_segment_and_read_back(store: Store) -> None:
-    ds = _segmented(store)
+    _segmented(store)
     raw = _root(store)
     assert raw["format_version"] == 2 and raw["files"] == [] and len(raw["parts"]) == FILES
     [segment] = raw["segments"]

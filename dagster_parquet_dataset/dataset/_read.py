@@ -29,9 +29,8 @@ from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns
 from ._pruning import plan_files, residual_filters
 from ._segment_prune import might_match_mask
-from ._segments import table_entries
 from ._values import decode_value
-from .manifest import DatasetManifest, FileEntry
+from .manifest import DatasetManifest, FileEntry, table_entries
 
 __all__ = [
     "PartsVanished",

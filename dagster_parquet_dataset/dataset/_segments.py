@@ -31,11 +31,12 @@ import pyarrow.parquet as pq
 
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import Store
+from ._segment_prune import pruning_columns
 
 SEGMENTS_DIR = "_segments"
 #: Trailing segments are merged while the one before the last holds at most this many times the last's rows.
 _MERGE_RATIO = 2
-_MIN_DEAD = 64
+MIN_DEAD = 64
 #: Entries a root manifest holds itself (its ``files``) before they move into a segment: a small
 #: dataset stays one ``manifest.json``, and an append to a large one writes a segment every few commits.
 INLINE_ENTRIES = 32
@@ -115,54 +116,9 @@ def entries_table(entries: Sequence[Any], schema: pa.Schema | None = None) -> pa
     }
     table = pa.table(columns, schema=_ENTRY_SCHEMA)
     if schema is not None:
-        from ._segment_prune import pruning_columns  # noqa: PLC0415 - avoids an import cycle
-
         for name, array in pruning_columns(entries, schema).items():
             table = table.append_column(name, array)
     return table
-
-
-def table_entries(table: pa.Table) -> list[Any]:
-    """The ``FileEntry`` objects of a segment table's rows, validated like a JSON manifest's.
-
-    Raises:
-        ManifestCorrupted: a row does not make a valid entry.
-    """
-    from .manifest import FileEntry, _file_entries, _loads  # noqa: PLC0415 - manifest imports this module
-
-    def decoded(name: str) -> list[Any]:
-        texts = table.column(name).to_pylist()
-        present = [t for t in texts if t is not None]
-        if not present:
-            return texts
-        try:
-            values = iter(_loads("[" + ",".join(present) + "]"))
-        except ValueError as exc:
-            raise ManifestCorrupted(
-                f"segment column {name!r} holds invalid JSON: {exc}", reason="bad segment"
-            ) from None
-        return [None if t is None else next(values) for t in texts]
-
-    names = table.column_names
-    hashes = table.column("content_hash").to_pylist() if "content_hash" in names else [None] * table.num_rows
-    raw = [
-        {"path": p, "row_count": r, "size_bytes": s, "partition_values": v, "stats": st, "missing_columns": m}
-        for p, r, s, v, st, m in zip(
-            table.column("path").to_pylist(),
-            table.column("row_count").to_pylist(),
-            table.column("size_bytes").to_pylist(),
-            decoded("partition_values"),
-            decoded("stats"),
-            table.column("missing_columns").to_pylist(),
-            strict=True,
-        )
-    ]
-    entries = list(_file_entries(raw))
-    if "content_hash" in FileEntry.__dataclass_fields__ and any(h is not None for h in hashes):
-        for entry, h in zip(entries, hashes, strict=True):
-            if h is not None:
-                object.__setattr__(entry, "content_hash", h)
-    return entries
 
 
 # ---------------------------------------------------------------------- reading
@@ -343,39 +299,3 @@ def plan_segments(
             merged = _concat(tail)
             segments.append(write(_compact_rows(merged, set(parts))))
     return tuple(segments)
-
-
-def commit_segments(
-    store: Store, key: str, new: Any, current: Any, name: Callable[[], str], record: Callable[[str], None]
-) -> tuple[tuple[SegmentRef, ...], tuple[Any, ...]]:
-    """The segments and inline entries of ``new`` (a ``DatasetManifest`` about to replace ``current``),
-    writing the segment files that are missing.
-
-    ``new`` built on ``segments`` + ``added`` (an operation that only adds files) inherits those
-    segments; ``new`` built from a full ``files`` list inherits ``current``'s segments when most of
-    its entries are unchanged there, and keeps only the new or changed entries. Those go inline
-    while there are at most ``INLINE_ENTRIES``, else into a new segment. Older formats: ``((), ())``.
-
-    Raises:
-        ManifestCorrupted: a segment to merge is missing or damaged.
-    """
-    if new.format_version < 2:
-        return (), ()
-    if new.segments or new.added:
-        base, changed = tuple(new.segments), list(new.added)
-    else:
-        base, changed = (), list(new.files)
-        if current is not None and current.segments:
-            rows = segments_table(store, key, current.segments)
-            before = {e.path: e for e in table_entries(rows)}
-            fresh = [e for e in changed if before.get(e.path) != e]
-            if 2 * len(fresh) <= len(changed):
-                base, changed = tuple(current.segments), fresh
-    live = len(new.parts)
-    dead = sum(s.files for s in base) + len(changed) - live
-    if base and dead > max(live, _MIN_DEAD):  # consolidate: one segment (or none) of the live entries
-        whole = live_rows(segments_table(store, key, base, entries_table(changed, new.schema)), new.parts, key)
-        base, changed = (), table_entries(whole)
-    if len(changed) <= INLINE_ENTRIES:
-        return base, tuple(changed)
-    return plan_segments(store, key, base, entries_table(changed, new.schema), new.parts, name, record), ()

@@ -64,7 +64,8 @@ from ._layout import (
 from ._options import DatasetOptions
 from ._owner import check_expect_owner, check_owner
 from ._read import PartsVanished
-from ._segments import SEGMENTS_DIR, commit_segments
+from ._segment_commit import commit_segments
+from ._segments import SEGMENTS_DIR
 from .manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ..errors import ManifestCorrupted
 from ..storage.base import Store, validate_key
-from ._segments import SegmentRef, entries_table, live_rows, segments_table, table_entries
+from ._segments import SegmentRef, entries_table, live_rows, segments_table
 
 try:  # the ``fast`` extra: several times faster on large manifests
     import orjson
@@ -501,6 +501,48 @@ def _segment_refs(raw: dict[str, Any], format_version: int, parts: int, inline: 
             f"manifest lists {parts} parts but its segments hold fewer entries", reason="missing entry"
         )
     return refs
+
+
+def table_entries(table: pa.Table) -> list[Any]:
+    """The ``FileEntry`` objects of a segment table's rows, validated like a JSON manifest's.
+
+    Raises:
+        ManifestCorrupted: a row does not make a valid entry.
+    """
+
+    def decoded(name: str) -> list[Any]:
+        texts = table.column(name).to_pylist()
+        present = [t for t in texts if t is not None]
+        if not present:
+            return texts
+        try:
+            values = iter(_loads("[" + ",".join(present) + "]"))
+        except ValueError as exc:
+            raise ManifestCorrupted(
+                f"segment column {name!r} holds invalid JSON: {exc}", reason="bad segment"
+            ) from None
+        return [None if t is None else next(values) for t in texts]
+
+    names = table.column_names
+    hashes = table.column("content_hash").to_pylist() if "content_hash" in names else [None] * table.num_rows
+    raw = [
+        {"path": p, "row_count": r, "size_bytes": s, "partition_values": v, "stats": st, "missing_columns": m}
+        for p, r, s, v, st, m in zip(
+            table.column("path").to_pylist(),
+            table.column("row_count").to_pylist(),
+            table.column("size_bytes").to_pylist(),
+            decoded("partition_values"),
+            decoded("stats"),
+            table.column("missing_columns").to_pylist(),
+            strict=True,
+        )
+    ]
+    entries = list(_file_entries(raw))
+    if "content_hash" in FileEntry.__dataclass_fields__ and any(h is not None for h in hashes):
+        for entry, h in zip(entries, hashes, strict=True):
+            if h is not None:
+                object.__setattr__(entry, "content_hash", h)
+    return entries
 
 
 class _Files:

@@ -31,7 +31,7 @@ def commit_segments(
     """
     if new.format_version < 2:
         return (), ()
-    if new.segments or new.added:
+    if (new.segments or new.added) and not new.__dict__.get("_files"):  # built on segments, files not given
         base, changed = tuple(new.segments), list(new.added)
     else:
         base, changed = (), list(new.files)

@@ -446,7 +446,8 @@ class Transaction:
         unanswered = 0
         while True:
             check_owner(key, self.pending.expect_owner, current)
-            candidate = self._candidate(build(current), current, token).bind(self.store, key)
+            if not (unanswered and token == self._sent_against):  # an unanswered send is re-sent as it was
+                candidate = self._candidate(build(current), current, token).bind(self.store, key)
             if current is not None and self.options.retain_versions != 1:
                 # Keep the replaced version readable: its manifest moves into _versions/.
                 self.store.write_bytes(f"{key}/{version_path(current.version)}", current.to_json().encode("utf-8"))
@@ -516,7 +517,8 @@ class Transaction:
             copied = max(_version_copies(self.store, self.key), default=0)
             version = copied + 2 if token is not None or copied else 1
             previous = ()
-        segments, inline = commit_segments(self.store, self.key, new, current, self._segment_name, self.record)
+        record = lambda relative: self.record(f"{self.key}/{relative}")  # noqa: E731
+        segments, inline = commit_segments(self.store, self.key, new, current, self._segment_name, record)
         if segments or new.added or new.segments:
             new = new.evolve(segments=segments, added=inline)
         return new.evolve(

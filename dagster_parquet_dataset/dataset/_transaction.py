@@ -562,7 +562,8 @@ class Transaction:
         if retain is None:
             return tuple(p for p in inherited if p not in keep)
         if retain == 1:
-            doomed = dict.fromkeys([*inherited, *current.referenced()])
+            gone = set(current.referenced()).difference(keep)  # set work first: an append removes nothing
+            doomed = dict.fromkeys([*inherited, *(p for p in current.referenced() if p in gone)] if gone else inherited)
             return tuple(p for p in doomed if p not in keep and _deletable(p))
         # Versions current.version - retain + 2 .. current.version stay; one drops out.
         dropped_version = current.version + 1 - retain

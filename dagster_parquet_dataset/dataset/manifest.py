@@ -236,6 +236,10 @@ class DatasetManifest:
     live ``segments`` and ``added`` = the live inline entries plus its own, without loading ``files``;
     the commit moves them into a new segment when there are too many."""
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the caches derived from the segments (a worker loads them again if it needs them)."""
+        return {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
+
     def bind(self, store: Store, key: str) -> DatasetManifest:
         """Note where this manifest was read from (its segments are loaded from there); returns ``self``."""
         self.__dict__["_source"] = (store, key)

@@ -24,6 +24,7 @@ from dagster_parquet_dataset import (
     ParquetDatasetStore,
     Store,
 )
+from dagster_parquet_dataset.dataset import _segments as segments
 from tests._stores import CrashingStore, InjectedCrash, WrappingStore
 
 
@@ -79,6 +80,14 @@ class LostResponseStore(WrappingStore):
 ANSWERS = ["conflict", "timeout"]
 
 
+@pytest.fixture(autouse=True, params=["inline", "segments"])
+def layout(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs twice: entries inline in the root, and (format 2) always in segment files."""
+    if request.param == "segments":
+        monkeypatch.setattr(segments, "INLINE_ENTRIES", 0)
+    return str(request.param)
+
+
 @pytest.mark.parametrize("answer", ANSWERS)
 def test_lost_response_of_an_append_commits_its_rows_once(store: Store, answer: str) -> None:
     ParquetDatasetStore(store).write_dataset(rows(0, 5), "t")
@@ -129,7 +138,7 @@ def test_lost_response_while_another_writer_commits_on_top(store: Store, answer:
     assert sorted_ids(plain.read_dataset("a")) == [0, 1, 10, 11, 12, 50, 51]
 
 
-def test_unanswered_commit_that_did_not_land_keeps_parts_and_says_so(store: Store) -> None:
+def test_unanswered_commit_that_did_not_land_keeps_parts_and_says_so(store: Store, layout: str) -> None:
     class Unanswered(WrappingStore):
         """Every manifest commit times out without being applied."""
 
@@ -145,8 +154,10 @@ def test_unanswered_commit_that_did_not_land_keeps_parts_and_says_so(store: Stor
     with pytest.raises(CommitOutcomeUnknown, match="parts were kept"):
         ParquetDatasetStore(Unanswered(store), commit_timeout=1).append_dataset(rows(3, 3), "u")
     assert sorted_ids(plain.read_dataset("u")) == [0, 1, 2]
-    # Its part may still be committed by a request in flight, so it was not deleted.
-    assert len({f.path for f in store.list_files("u")} - before) == 1
+    # Its part (and segment) may still be committed by a request in flight, so it was not deleted.
+    new = {f.path for f in store.list_files("u")} - before
+    assert len([p for p in new if "/_segments/" not in p]) == 1
+    assert len([p for p in new if "/_segments/" in p]) == (layout == "segments")  # one, re-sent unchanged
 
 
 # Item 5 --------------------------------------------------------------------

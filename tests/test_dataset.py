@@ -273,7 +273,7 @@ def test_manifest_is_a_spec_superset(store: Store) -> None:
     assert SPEC_FIELDS <= raw.keys()
     assert isinstance(raw["parts"], list) and all(isinstance(p, str) for p in raw["parts"])
     assert isinstance(raw["row_count"], int) and len(raw["schema_hash"]) == 16
-    assert raw["format_version"] == 1 and raw["version"] == 1
+    assert raw["format_version"] == 2 and raw["version"] == 1
     assert text == json.dumps(raw, sort_keys=True, indent=2, ensure_ascii=False)
     # A Spec-only reader: parts relative to the key, read with pq.read_table.
     spec_read = pa.concat_tables(pq.read_table(io.BytesIO(store.read_bytes(f"k/{p}"))) for p in raw["parts"])

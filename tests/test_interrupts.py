@@ -34,6 +34,7 @@ from dagster_parquet_dataset import (
     S3Store,
     Store,
 )
+from dagster_parquet_dataset.dataset import _segments as segments
 from tests._external_writer import write_external_parts
 from tests._interrupts import MODES, InterruptingStore
 from tests.conftest import make_bucket
@@ -280,4 +281,17 @@ def test_an_interrupt_at_any_store_call_leaves_old_or_new(
 def test_an_interrupt_at_any_s3_call_leaves_old_or_new(
     fresh_store: Callable[[], Store], operation: str, mode: str
 ) -> None:
+    _every_point(fresh_store, CASES[operation], KeyboardInterrupt, mode)
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("operation", list(CASES))
+@pytest.mark.parametrize("fresh_store", ["memory"], indirect=True)
+def test_an_interrupt_at_any_store_call_leaves_old_or_new_with_segments(
+    fresh_store: Callable[[], Store], operation: str, mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same with format 2's entries always in segment files (none inline): an interrupt at the
+    segment write or anywhere around it leaves the old or the new version (issue 21)."""
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 0)
     _every_point(fresh_store, CASES[operation], KeyboardInterrupt, mode)

@@ -73,6 +73,7 @@ from dagster_parquet_dataset import (
     S3Store,
     Store,
 )
+from dagster_parquet_dataset.dataset import _segments as segments
 from tests._external_writer import write_external_parts
 from tests._faults import LOST_AS, Fault, FaultyStore, LostResponse
 from tests._interrupts import MODES, InterruptingStore
@@ -797,3 +798,14 @@ def test_datasets_behave_like_the_model(backend: str, fault_class: str, request:
             phases=[p for p in Phase if p is not Phase.shrink or os.environ.get("PDS_MODEL_SHRINK") == "1"],
         ),
     )
+
+
+@pytest.mark.parametrize("fault_class", [c for c in FAULT_CLASSES if _enabled(c)])
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_segmented_datasets_behave_like_the_model(
+    backend: str, fault_class: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same model with format 2's entries always in segment files (none inline): segment
+    writes, tail merges and consolidations under every fault class (issue 21)."""
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 0)
+    test_datasets_behave_like_the_model(backend, fault_class, request)

@@ -118,7 +118,7 @@ def _overlap(store: Store, ancestor: str, relative: str) -> str | None:
     """Why the folder ``relative`` below the dataset ``ancestor`` holds files of it, or ``None``."""
     first = relative.split("/", 1)[0]
     try:
-        manifest = DatasetManifest.from_json(store.read_bytes(f"{ancestor}/{MANIFEST_NAME}"))
+        manifest = DatasetManifest.from_json(store.read_bytes(f"{ancestor}/{MANIFEST_NAME}"), store, ancestor)
     except NotFound:
         return None  # deleted meanwhile: no dataset there any more
     except ManifestCorrupted:

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ..errors import DatasetIncomplete
@@ -26,8 +28,9 @@ from ._filters import filter_columns, normalize_filters, to_expression
 from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns
 from ._pruning import plan_files, residual_filters
+from ._segment_prune import might_match_mask
 from ._values import decode_value
-from .manifest import DatasetManifest, FileEntry
+from .manifest import DatasetManifest, FileEntry, table_entries
 
 __all__ = [
     "PartsVanished",
@@ -123,6 +126,8 @@ def plan(manifest: DatasetManifest, schema: pa.Schema, filters: Any) -> ReadPlan
             that cannot be compared with its column.
     """
     dnf = normalize_filters(filters, schema)
+    if dnf is not None and manifest.segments and not manifest.__dict__.get("_files"):
+        return _plan_segmented(manifest, schema, dnf)
     entries = manifest.file_entries()
     if dnf is None:
         return ReadPlan(manifest.dataset_key, manifest.version, entries, (), None, manifest)
@@ -130,6 +135,54 @@ def plan(manifest: DatasetManifest, schema: pa.Schema, filters: Any) -> ReadPlan
     selected = [e for e, answer in zip(entries, answers, strict=True) if answer is not False]
     pruned = [e for e, answer in zip(entries, answers, strict=True) if answer is False]
     return ReadPlan(manifest.dataset_key, manifest.version, tuple(selected), tuple(pruned), dnf, manifest)
+
+
+def _plan_segmented(manifest: DatasetManifest, schema: pa.Schema, dnf: Any) -> ReadPlan:
+    """``plan`` over segment columns: Arrow compute rules out most files, only the rest become entries.
+
+    Raises:
+        ManifestCorrupted: a segment is missing or damaged.
+        ValueError: malformed statistics of a file the vectorized pass kept.
+    """
+    table = manifest.entry_table()
+    mask = might_match_mask(table, dnf)
+    kept = pa.array(np.arange(table.num_rows, dtype=np.int64)) if mask is None else pc.indices_nonzero(mask)
+    candidates = table_entries(table.take(kept))
+    answers = plan_files(dnf, schema, ((e.stats, _constant_values(e), e.row_count) for e in candidates))
+    chosen = [i for i, answer in enumerate(answers) if answer is not False]
+    selected = tuple(candidates[i] for i in chosen)
+    rest = np.ones(table.num_rows, dtype=bool)
+    rest[kept.to_numpy()[chosen]] = False
+    pruned = LazyEntries(lambda: tuple(table_entries(table.filter(rest))))
+    return ReadPlan(manifest.dataset_key, manifest.version, selected, pruned, dnf, manifest)  # type: ignore[arg-type]
+
+
+class LazyEntries(Sequence[FileEntry]):
+    """A tuple of entries made on first use (the files a plan pruned: usually most of a large dataset)."""
+
+    def __init__(self, make: Callable[[], tuple[FileEntry, ...]]) -> None:
+        self._make: Callable[[], tuple[FileEntry, ...]] | None = make
+        self._entries: tuple[FileEntry, ...] = ()
+
+    def _get(self) -> tuple[FileEntry, ...]:
+        if self._make is not None:
+            self._entries, self._make = self._make(), None
+        return self._entries
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._get()[index]
+
+    def __eq__(self, other: object) -> bool:
+        return self._get() == (other._get() if isinstance(other, LazyEntries) else other)
+
+    def __hash__(self) -> int:
+        return hash(self._get())
+
+    def __repr__(self) -> str:
+        return repr(self._get())
 
 
 @lru_cache(maxsize=128)

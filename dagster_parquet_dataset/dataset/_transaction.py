@@ -36,14 +36,11 @@ Rules it enforces:
 from __future__ import annotations
 
 import logging
-import random
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import TypeVar
 
 import pyarrow as pa
 
@@ -63,7 +60,9 @@ from ._layout import (
 )
 from ._options import DatasetOptions
 from ._owner import check_expect_owner, check_owner
-from ._read import PartsVanished
+from ._retry import Backoff
+from ._segment_commit import commit_segments
+from ._segments import SEGMENTS_DIR
 from .manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
 
 log = logging.getLogger(__name__)
@@ -71,53 +70,11 @@ log = logging.getLogger(__name__)
 #: Write tokens a manifest remembers: a writer recognises its lost-response
 #: commit as long as fewer than this many commits landed on top of it.
 TXN_WINDOW = 64
-_FIRST_DELAY = 0.005
-_MAX_DELAY = 1.0
 #: Retries of a commit whose outcome the store did not report, before giving up.
 _UNANSWERED_RETRIES = 3
 
 #: The ``operation`` of the manifest a delete commits before it removes the dataset's files.
 TOMBSTONE_OPERATION = "delete"
-
-T = TypeVar("T")
-
-
-class Replan(Exception):
-    """A concurrent commit touched the files an operation planned on: plan again."""
-
-
-class Backoff:
-    """The one retry policy: jittered exponential backoff until ``timeout`` seconds have passed."""
-
-    def __init__(self, timeout: float) -> None:
-        self.timeout = timeout
-        self._deadline = time.monotonic() + timeout
-        self._delay = _FIRST_DELAY
-
-    def expired(self) -> bool:
-        return time.monotonic() >= self._deadline
-
-    def pause(self) -> None:
-        time.sleep(random.uniform(0, self._delay))
-        self._delay = min(self._delay * 2, _MAX_DELAY)
-
-
-def retry_replans(timeout: float, attempt: Callable[[], T], gave_up: Callable[[], str]) -> T:
-    """Call ``attempt`` until it does not raise :class:`Replan` (or a ``PartsVanished``), with :class:`Backoff`.
-
-    Raises:
-        CommitConflict: still re-planning after ``timeout`` seconds (message from ``gave_up``).
-        Whatever ``attempt`` raises otherwise.
-    """
-    backoff = Backoff(timeout)
-    while True:
-        try:
-            return attempt()
-        except (Replan, PartsVanished):
-            pass  # a concurrent commit replaced files this operation planned on: plan again
-        if backoff.expired():
-            raise CommitConflict(gave_up())
-        backoff.pause()
 
 
 def new_txn() -> str:
@@ -183,7 +140,7 @@ def read_raw(store: Store, key: str) -> tuple[DatasetManifest | None, str | None
     except NotFound:
         return None, None
     try:
-        return DatasetManifest.from_json(raw), token
+        return DatasetManifest.from_json(raw, store, key), token
     except ManifestCorrupted:
         return None, token
 
@@ -207,7 +164,7 @@ def read_current(store: Store, key: str) -> tuple[DatasetManifest | None, str | 
 def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest | None:
     """A retained past version's manifest copy, or ``None`` if it is gone or unreadable."""
     try:
-        return DatasetManifest.from_json(store.read_bytes(f"{key}/{version_path(version)}"))
+        return DatasetManifest.from_json(store.read_bytes(f"{key}/{version_path(version)}"), store, key)
     except (NotFound, ManifestCorrupted):
         return None
 
@@ -465,7 +422,8 @@ class Transaction:
             ):
                 self.recognised = True  # an earlier attempt of this very write committed it
                 return current
-            candidate = self._candidate(build(current), current, token)
+            if not (unanswered and token == self._sent_against):  # an unanswered send is re-sent as it was
+                candidate = self._candidate(build(current), current, token).bind(self.store, key)
             if current is not None and self.options.retain_versions != 1:
                 # Keep the replaced version readable: its manifest moves into _versions/.
                 self.store.write_bytes(f"{key}/{version_path(current.version)}", current.to_json().encode("utf-8"))
@@ -537,14 +495,21 @@ class Transaction:
             version = copied + 2 if token is not None or copied else 1
             previous, done = (), ()
         ours = () if self._idempotency is None else ((*self._idempotency, self.txn),)
-        return replace(
-            new,
+        record = lambda relative: self.record(f"{self.key}/{relative}")  # noqa: E731
+        segments, inline = commit_segments(self.store, self.key, new, current, self._segment_name, record)
+        if segments or new.added or new.segments:
+            new = new.evolve(segments=segments, added=inline)
+        return new.evolve(
             version=version,
             obsolete=self._obsolete(new, current),
             txn=self.txn,
             txns=(self.txn, *previous)[:TXN_WINDOW],
             idempotency=(*ours, *done)[:TXN_WINDOW],
         )
+
+    def _segment_name(self) -> str:
+        """A new segment's path (relative): unique per attempt, so a retry never writes over one a landed commit lists."""
+        return f"{SEGMENTS_DIR}/{self.txn}-{sum(SEGMENTS_DIR in p for p in self.created)}.parquet"
 
     def _check_parts_exist(self) -> None:
         """Raise if any of this write's parts vanished (a racing delete took them)."""
@@ -570,13 +535,15 @@ class Transaction:
         """
         if current is None:
             return ()
-        keep = set(new.parts)
+        keep = set(new.referenced())
         inherited = [p for p in current.obsolete if _deletable(p)]
         retain = self.options.retain_versions
         if retain is None:
             return tuple(p for p in inherited if p not in keep)
         if retain == 1:
-            return tuple(p for p in dict.fromkeys([*inherited, *current.parts]) if p not in keep and _deletable(p))
+            gone = set(current.referenced()).difference(keep)  # set work first: an append removes nothing
+            doomed = dict.fromkeys([*inherited, *(p for p in current.referenced() if p in gone)] if gone else inherited)
+            return tuple(p for p in doomed if p not in keep and _deletable(p))
         # Versions current.version - retain + 2 .. current.version stay; one drops out.
         dropped_version = current.version + 1 - retain
         retained = [current]
@@ -585,12 +552,12 @@ class Transaction:
             if old is not None:
                 retained.append(old)
         for m in retained:
-            keep.update(m.parts)
+            keep.update(m.referenced())
         doomed = list(inherited)
         if dropped_version >= 1:
             dropped = read_version_copy(self.store, self.key, dropped_version)
             if dropped is not None:
-                doomed += [p for p in dropped.parts if _deletable(p)]
+                doomed += [p for p in dropped.referenced() if _deletable(p)]
             doomed.append(version_path(dropped_version))  # the one reserved name a commit itself drops
         return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
 
@@ -600,11 +567,20 @@ class Transaction:
         Files inside a dataset nested in this one's folder are never deleted."""
         key = self.key
         self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        live = set(committed.parts)
+        live = set(committed.referenced())
+        self._drop_unused_segments(live)
         copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
         data = [p for p in committed.obsolete if p not in copies and p not in live and _deletable(p)]
         delete_quietly(self.store, (f"{key}/{p}" for p in copies))
         delete_quietly(self.store, (f"{key}/{p}" for p in _outside_nested(self.store, key, data)))
+
+    def _drop_unused_segments(self, committed: set[str]) -> None:
+        """Segments this transaction wrote on attempts that lost a race, unless some version lists them."""
+        prefix = f"{self.key}/{SEGMENTS_DIR}/"
+        unused = [p for p in self.created if p.startswith(prefix) and p[len(self.key) + 1 :] not in committed]
+        if unused:
+            listed = _listed_paths(self.store, self.key)
+            delete_quietly(self.store, [p for p in unused if p[len(self.key) + 1 :] not in listed])
 
     # ------------------------------------------------------------------ abandon
 
@@ -651,11 +627,11 @@ def _claim(store: Store, key: str, txn: str) -> bool:
 def _listed_paths(store: Store, key: str) -> set[str]:
     """Every part the live version or a retained ``_versions/`` copy lists."""
     live, _token = read_raw(store, key)
-    listed = set(live.parts) if live is not None else set()
+    listed = set(live.referenced()) if live is not None else set()
     for number in _version_copies(store, key):
         old = read_version_copy(store, key, number)
         if old is not None:
-            listed.update(old.parts)
+            listed.update(old.referenced())
     return listed
 
 

@@ -15,11 +15,12 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
-from ..errors import DatasetNotFound
+from ..errors import DatasetNotFound, ManifestCorrupted
 from ..storage.base import Capability, Store
 from ._keys import missing_dataset_error
 from ._layout import MANIFEST_NAME, SUCCESS_NAME
 from ._part_check import PROBLEM_KINDS, PartCheck, VerifyProblem
+from ._segments import check_segments
 from .manifest import DatasetManifest, FileEntry
 
 __all__ = [
@@ -116,7 +117,11 @@ def verify_parts(
         schema = manifest.schema
     except Exception as exc:  # noqa: BLE001 - a valid-looking but undecodable schema is a manifest problem
         return manifest_problem(key, f"dataset {key!r}: manifest schema does not decode: {exc}", manifest.version)
-    entries: Sequence[FileEntry] = manifest.file_entries()
+    try:
+        check_segments(store, key, manifest.segments)
+        entries: Sequence[FileEntry] = manifest.file_entries()
+    except ManifestCorrupted as exc:
+        return manifest_problem(key, str(exc), manifest.version)
     listed = _actual_sizes(store, key)
     total = len(entries)
     part_check = PartCheck(key, schema=schema, schema_hash=manifest.schema_hash, partition_by=manifest.partition_by)

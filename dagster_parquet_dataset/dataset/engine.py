@@ -18,8 +18,8 @@ from ._merge import check_key_columns
 from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
 from ._read import check_columns
+from ._retry import Backoff, retry_replans
 from ._stats import file_column_stats
-from ._transaction import Backoff, retry_replans
 from ._values import type_kind
 from ._write import PartOptions, encode_part
 from .manifest import schema_hash

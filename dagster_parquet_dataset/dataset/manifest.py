@@ -20,9 +20,11 @@ from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import ManifestCorrupted
-from ..storage.base import validate_key
+from ..storage.base import Store, validate_key
+from ._segments import SegmentRef, entries_table, live_rows, segments_table
 
 try:  # the ``fast`` extra: several times faster on large manifests
     import orjson
@@ -38,8 +40,12 @@ _DICT_ONLY = frozenset([dict])
 _STR_ONLY = frozenset([str])
 _new = object.__new__
 
-#: Version of this package's manifest extensions; 0 means "Spec 042 fields only".
-FORMAT_VERSION = 1
+#: Version of this package's manifest extensions; 0 means "Spec 042 fields only", 1 per-file entries
+#: in the manifest (``files``), 2 per-file entries in segment files (``segments``, see ``docs/format.md``).
+FORMAT_VERSION = 2
+SEGMENTED_FORMAT = 2
+#: Cached derived values of a manifest, dropped by :meth:`DatasetManifest.evolve` when what they derive from changes.
+_DERIVED = ("_resolved", "_table")
 
 _SPEC_FIELDS: dict[str, type | tuple[type, ...]] = {
     "dataset_key": str,
@@ -49,6 +55,15 @@ _SPEC_FIELDS: dict[str, type | tuple[type, ...]] = {
     "compression": str,
     "created_at_utc": str,
 }
+
+
+def _unsafe_paths(joined: str) -> bool:
+    """Whether the newline-joined part paths may hold one that ``validate_key`` refuses: substring
+    tests first (a regex over 10,000 paths costs tens of milliseconds), the exact pattern only then."""
+    suspicious = ("//", "/.", "\n.", "\n/", "/\n", "\n\n", "\x00", "\\")
+    if joined[:1] in ("", "/", ".") or joined[-1:] in ("/", "\n") or any(s in joined for s in suspicious):
+        return _UNSAFE_PATHS.search(joined) is not None
+    return False
 
 
 def schema_hash(schema: pa.Schema) -> str:
@@ -245,6 +260,75 @@ class DatasetManifest:
     """``(idempotency key, content hash, write token)`` of the recent commits made with an
     idempotency key, newest first (a bounded window carried by every commit): a retried
     write that finds its key with the same content hash here was already committed."""
+    segments: tuple[SegmentRef, ...] = ()
+    """Format 2: the segment files that hold the entries of ``parts`` (``files`` is loaded from them
+    on first use)."""
+    added: tuple[FileEntry, ...] = field(default=(), compare=False, repr=False)
+    """Format 2: entries on top of ``segments`` held in the root itself (its ``files`` key, at most
+    ``_segments.INLINE_ENTRIES``). An operation that only adds files builds its manifest with the
+    live ``segments`` and ``added`` = the live inline entries plus its own, without loading ``files``;
+    the commit moves them into a new segment when there are too many."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without the caches derived from the segments (a worker loads them again if it needs them)."""
+        return {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
+
+    def bind(self, store: Store, key: str) -> DatasetManifest:
+        """Note where this manifest was read from (its segments are loaded from there); returns ``self``."""
+        self.__dict__["_source"] = (store, key)
+        return self
+
+    def evolve(self, **changes: Any) -> DatasetManifest:
+        """``dataclasses.replace`` that does not load ``files`` (and keeps the store binding)."""
+        made = _new(type(self))
+        made.__dict__.update(self.__dict__)
+        if {"parts", "segments", "added", "files"} & changes.keys():
+            for name in _DERIVED:
+                made.__dict__.pop(name, None)
+        if "arrow_schema" in changes:
+            made.__dict__.pop("schema", None)
+        if "files" in changes:
+            made.__dict__["_files"] = tuple(changes.pop("files"))
+        made.__dict__.update(changes)
+        return made
+
+    def referenced(self) -> list[str]:
+        """Every file of the dataset folder this version needs: its parts and its segments."""
+        return [*self.parts, *(s.path for s in self.segments)]
+
+    def entry_table(self) -> pa.Table:
+        """The entries of ``parts`` as a segment table (``_segments.ENTRY_COLUMNS`` plus pruning
+        columns), in the order of ``parts``; loaded once.
+
+        Raises:
+            ManifestCorrupted: a segment is missing, truncated or corrupt, or lacks a part's entry.
+        """
+        table = self.__dict__.get("_table")
+        if table is not None:
+            return table
+        files = self.__dict__.get("_files", ())
+        if files or not (self.segments or self.added):
+            table = entries_table(self.file_entries(), self.schema)
+        else:
+            source = self.__dict__.get("_source")
+            if source is None and self.segments:
+                raise ManifestCorrupted(
+                    f"the manifest of {self.dataset_key!r} was parsed without its store, so its segments "
+                    "cannot be loaded; read it through ParquetDatasetStore",
+                    reason="unbound manifest",
+                )
+            store, key = source if source is not None else (None, self.dataset_key)
+            extra = entries_table(self.added, self.schema) if self.added else None
+            table = live_rows(segments_table(store, key, self.segments, extra), self.parts, key)  # type: ignore[arg-type]
+            counts = table.column("row_count")
+            total = pc.sum(counts).as_py() or 0
+            if counts.null_count == 0 and total != self.row_count:
+                raise ManifestCorrupted(
+                    f"manifest row_count {self.row_count} differs from the sum over its segments' entries {total}",
+                    reason="row_count mismatch",
+                )
+        self.__dict__["_table"] = table
+        return table
 
     @cached_property
     def schema(self) -> pa.Schema | None:
@@ -271,7 +355,12 @@ class DatasetManifest:
         if self.format_version >= 1:
             out["format_version"] = self.format_version
             out["version"] = self.version
-            out["files"] = [f.to_dict() for f in self.files]
+            if self.format_version >= SEGMENTED_FORMAT:
+                out["segments"] = [s.to_dict() for s in self.segments]
+                inline = self.added if self.segments or self.added else self.files
+                out["files"] = [f.to_dict() for f in inline]
+            else:
+                out["files"] = [f.to_dict() for f in self.files]
             out["arrow_schema"] = self.arrow_schema
             out["obsolete"] = list(self.obsolete)
             out["partition_by"] = list(self.partition_by)
@@ -288,8 +377,8 @@ class DatasetManifest:
         return json.dumps(self.to_dict(), sort_keys=True, indent=2, ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str | bytes) -> DatasetManifest:
-        """Parse and validate a manifest.
+    def from_json(cls, text: str | bytes, store: Store | None = None, key: str | None = None) -> DatasetManifest:
+        """Parse and validate a manifest (read from ``store`` at dataset ``key``, where its segments are).
 
         Raises:
             ManifestCorrupted: not JSON, a Spec field is missing or of the wrong
@@ -302,7 +391,8 @@ class DatasetManifest:
             raise ManifestCorrupted(f"manifest is not valid JSON: {exc}", reason="invalid JSON") from None
         if not isinstance(raw, dict):
             raise ManifestCorrupted("manifest is not a JSON object", reason="not an object")
-        return cls.from_dict(raw)
+        made = cls.from_dict(raw)
+        return made.bind(store, key) if store is not None and key is not None else made
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> DatasetManifest:
@@ -319,7 +409,7 @@ class DatasetManifest:
                 )
         parts = raw["parts"]
         try:
-            unsafe = _UNSAFE_PATHS.search("\n".join(parts)) is not None
+            unsafe = _unsafe_paths("\n".join(parts))
         except TypeError:  # a part that is not a string
             unsafe = True
         for part in parts if unsafe else ():
@@ -356,7 +446,12 @@ class DatasetManifest:
         if not isinstance(raw_files, list):
             raise ManifestCorrupted("manifest 'files' should be a list", reason="bad files")
         files = _file_entries(raw_files)
-        if files:
+        segments = _segment_refs(raw, format_version, len(parts), len(files))
+        inline = files if format_version >= SEGMENTED_FORMAT else ()
+        if inline:
+            files = ()
+        if files or (inline and not segments):
+            files = files or inline
             if [f.path for f in files] != parts:
                 raise ManifestCorrupted(
                     "manifest 'files' and 'parts' list different paths", reason="files/parts mismatch"
@@ -422,7 +517,98 @@ class DatasetManifest:
             txn=txn,
             txns=tuple(txns),
             idempotency=idempotency,
+            segments=segments,
+            added=inline,
         )
         if decoded is not None:
             manifest.__dict__["schema"] = decoded  # the cached_property's slot: decoded once, while validating
         return manifest
+
+
+def _segment_refs(raw: dict[str, Any], format_version: int, parts: int, inline: int) -> tuple[SegmentRef, ...]:
+    """The ``segments`` of a format-2 manifest (``()`` for older formats).
+
+    Raises:
+        ManifestCorrupted: malformed, or too few entries for the parts.
+    """
+    if format_version < SEGMENTED_FORMAT:
+        return ()
+    listed = raw.get("segments") or []
+    if not isinstance(listed, list):
+        raise ManifestCorrupted("manifest 'segments' should be a list", reason="bad segments")
+    refs = tuple(SegmentRef.from_dict(s) for s in listed)
+    if sum(r.files for r in refs) + inline < parts:
+        raise ManifestCorrupted(
+            f"manifest lists {parts} parts but its segments hold fewer entries", reason="missing entry"
+        )
+    return refs
+
+
+def table_entries(table: pa.Table) -> list[Any]:
+    """The ``FileEntry`` objects of a segment table's rows, validated like a JSON manifest's.
+
+    Raises:
+        ManifestCorrupted: a row does not make a valid entry.
+    """
+
+    def decoded(name: str) -> list[Any]:
+        texts = table.column(name).to_pylist()
+        present = [t for t in texts if t is not None]
+        if not present:
+            return texts
+        try:
+            values = iter(_loads("[" + ",".join(present) + "]"))
+        except ValueError as exc:
+            raise ManifestCorrupted(
+                f"segment column {name!r} holds invalid JSON: {exc}", reason="bad segment"
+            ) from None
+        return [None if t is None else next(values) for t in texts]
+
+    hashes = table.column("content_hash").to_pylist() if "content_hash" in table.column_names else None
+    raw = [
+        {"path": p, "row_count": r, "size_bytes": s, "partition_values": v, "stats": st, "missing_columns": m}
+        for p, r, s, v, st, m in zip(
+            table.column("path").to_pylist(),
+            table.column("row_count").to_pylist(),
+            table.column("size_bytes").to_pylist(),
+            decoded("partition_values"),
+            decoded("stats"),
+            table.column("missing_columns").to_pylist(),
+            strict=True,
+        )
+    ]
+    if hashes is not None:
+        for entry, content_hash in zip(raw, hashes, strict=True):
+            if content_hash is not None:
+                entry["content_hash"] = content_hash
+    return list(_file_entries(raw))
+
+
+class _Files:
+    """``DatasetManifest.files``: as given, or (format 2) loaded from the segments on first use."""
+
+    def __get__(self, obj: DatasetManifest | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        d = obj.__dict__
+        files = d.get("_files", ())
+        if files or not (obj.segments or obj.added):
+            return files
+        resolved = d.get("_resolved")
+        if resolved is None:
+            if obj.segments:
+                resolved = tuple(table_entries(obj.entry_table()))
+            else:
+                by_path = {e.path: e for e in obj.added}
+                missing = [p for p in obj.parts if p not in by_path]
+                if missing:
+                    raise ManifestCorrupted(f"manifest part {missing[0]!r} has no entry", reason="missing entry")
+                resolved = tuple(by_path[p] for p in obj.parts)
+            d["_resolved"] = resolved
+        return resolved
+
+    def __set__(self, obj: DatasetManifest, value: tuple[FileEntry, ...]) -> None:
+        obj.__dict__["_files"] = tuple(value)
+
+
+DatasetManifest.files = _Files()  # type: ignore[assignment]

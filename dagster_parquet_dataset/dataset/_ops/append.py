@@ -20,7 +20,7 @@ from .._options import DatasetOptions, check_metadata, check_run_id
 from .._partition import check_partition_by
 from .._schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
 from .._transaction import Build, PendingWrite, Transaction, new_manifest
-from ..manifest import DatasetManifest, FileEntry
+from ..manifest import SEGMENTED_FORMAT, DatasetManifest, FileEntry
 from .entries import check_external_entries
 from .history import read_manifest
 from .write import check_input, write_parts
@@ -90,8 +90,17 @@ def append_builder(
             raise ValueError(f"part {clash[0]!r} is already listed by the live version of dataset {key!r}")
         schema = append_schema(key, latest, incoming, allow_new_columns)
         added = [n for n in schema.names if latest.schema is not None and n not in latest.schema.names]
-        old = [replace(f, missing_columns=f.missing_columns + tuple(added)) if added else f for f in latest.files]
         ours = [replace(f, missing_columns=tuple(n for n in schema.names if n not in incoming.names)) for f in entries]
+        if not added and latest.format_version >= SEGMENTED_FORMAT and (latest.segments or latest.added):
+            # Only files added: the live segments stay as they are, nothing else is loaded.
+            return make([], schema).evolve(
+                parts=[*latest.parts, *(e.path for e in ours)],
+                row_count=latest.row_count + sum(e.row_count or 0 for e in ours),
+                segments=latest.segments,
+                added=(*latest.added, *ours),
+                files=(),
+            )
+        old = [replace(f, missing_columns=f.missing_columns + tuple(added)) if added else f for f in latest.files]
         return make([*old, *ours], schema)
 
     return build

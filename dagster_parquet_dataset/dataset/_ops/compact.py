@@ -37,7 +37,8 @@ from .._layout import part_name
 from .._options import DatasetOptions, check_run_id
 from .._part_check import PartsVanished
 from .._read import plan, read_parts
-from .._transaction import Replan, Transaction, new_manifest, read_current, retry_replans
+from .._retry import Replan, retry_replans
+from .._transaction import Transaction, new_manifest, read_current
 from .._write import DEFAULT_ROW_GROUP, chunk_batches, encode_part
 from ..manifest import DatasetManifest, FileEntry
 from .read import committed_manifest

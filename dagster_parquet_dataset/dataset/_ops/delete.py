@@ -23,7 +23,8 @@ from ...storage.base import Capability
 from .._keys import check_key_fits
 from .._layout import MANIFEST_NAME, SUCCESS_NAME
 from .._options import DatasetOptions
-from .._transaction import TOMBSTONE_OPERATION, Backoff, new_manifest, new_txn, read_raw
+from .._retry import Backoff
+from .._transaction import TOMBSTONE_OPERATION, new_manifest, new_txn, read_raw
 from .vacuum import own_files
 
 log = logging.getLogger(__name__)

@@ -41,7 +41,7 @@ def _parse(store: Store, key: str, name: str) -> DatasetManifest:
     except NotFound:
         raise NotFound(f"dataset {key!r} has no {name}") from None
     try:
-        return DatasetManifest.from_json(raw)
+        return DatasetManifest.from_json(raw, store, key)
     except ManifestCorrupted as exc:
         raise ManifestCorrupted(f"dataset {key!r}: {exc}", reason=exc.reason) from None
 

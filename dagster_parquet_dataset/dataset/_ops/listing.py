@@ -50,7 +50,7 @@ def list_datasets(store: Store, prefix: str) -> list[DatasetListing]:
 
     def read(key: str) -> DatasetListing | None:
         try:
-            manifest = DatasetManifest.from_json(store.read_bytes(f"{key}/{MANIFEST_NAME}"))
+            manifest = DatasetManifest.from_json(store.read_bytes(f"{key}/{MANIFEST_NAME}"), store, key)
         except NotFound:
             return None  # deleted since it was listed
         except ManifestCorrupted as exc:

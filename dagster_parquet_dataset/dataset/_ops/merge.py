@@ -23,8 +23,9 @@ from .._options import DatasetOptions, check_metadata
 from .._owner import check_expect_owner, check_owner
 from .._partition import encode_partition_values
 from .._read import parallel_map, read_parts
+from .._retry import Replan, retry_replans
 from .._schema import conform_table
-from .._transaction import Build, PendingWrite, Replan, Transaction, new_manifest, read_current, retry_replans
+from .._transaction import Build, PendingWrite, Transaction, new_manifest, read_current
 from .._write import PartJob, encode_parts, table_hash
 from ..manifest import DatasetManifest, FileEntry
 from .entries import check_external_entries

@@ -25,9 +25,10 @@ from .._owner import check_expect_owner, check_owner
 from .._partition import check_partition_by, encode_partition_values
 from .._pruning import ColumnStats, partition_stats
 from .._read import file_constants
+from .._retry import Replan
 from .._schema import check_column_names, conform_table
 from .._stats import decode_stats
-from .._transaction import PendingWrite, Replan, new_txn, read_current
+from .._transaction import PendingWrite, new_txn, read_current
 from ..manifest import DatasetManifest, FileEntry
 from .history import read_manifest
 

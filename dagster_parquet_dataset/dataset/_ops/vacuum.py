@@ -84,13 +84,13 @@ def plan_vacuum(
     retained = list(versions) if keep_count is None else list(versions[:keep_count])
     if max_age is not None:
         retained = [m for m in retained if m is live or _age(m, now) <= max_age]
-    dropped = [m for m in versions if m not in retained]
+    dropped = [m for m in versions if all(m is not r for r in retained)]
     referenced = {MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME}
     for m in retained:
-        referenced.update(m.parts)
+        referenced.update(m.referenced())
         if m is not live:
             referenced.add(version_path(m.version))
-    once_referenced = {p for m in dropped for p in m.parts} | {version_path(m.version) for m in dropped}
+    once_referenced = {p for m in dropped for p in m.referenced()} | {version_path(m.version) for m in dropped}
     once_referenced |= set(live.obsolete)
     doomed: list[str] = []
     for info in files:

@@ -90,7 +90,7 @@ def _proven(store: Store, key: str) -> DatasetManifest | None:
     except NotFound:
         return None
     try:
-        manifest = DatasetManifest.from_json(raw)
+        manifest = DatasetManifest.from_json(raw, store, key)
     except ManifestCorrupted:
         return None
     if manifest.txn is None and not store.exists(f"{key}/{SUCCESS_NAME}"):

@@ -10,7 +10,7 @@ commit nothing, and leave none of its files: the other asset's data stays.
 """
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
@@ -22,25 +22,16 @@ from pyspark.sql import DataFrame, SparkSession
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store, Store
 from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
 from dagster_parquet_dataset.dagster_io.resources import StoreResource
-from tests._stores import WrappingStore
+from tests.dagster.test_key_safety import _BEFORE_SWAP, _error, sales_by_region
+from tests.dagster.test_key_safety import _OtherAssetCommitsFirst as _KeySafetyRacing
 
 from ..conftest import make_bucket
 
 KEY = "sales/eu"
 
-#: What the racing store runs (on the driver) right before the next swap of ``sales/eu/manifest.json``.
-_BEFORE_SWAP: list[Callable[[], object]] = []
 
-regions = dg.StaticPartitionsDefinition(["eu", "us"])
-
-
-@dg.asset(partitions_def=regions, name="sales")
-def sales_by_region(context: dg.AssetExecutionContext) -> pa.Table:
-    return pa.table({"source": ["sales partition"], "region": [context.partition_key]})
-
-
-class _OtherAssetCommitsFirst(WrappingStore):
-    """The real store; another asset's run commits right before this run's manifest swap (on the driver)."""
+class _OtherAssetCommitsFirst(_KeySafetyRacing):
+    """The Dagster test's racing store, also for Spark: its executors reach the inner store's methods."""
 
     def __getattr__(self, name: str) -> object:
         # Backend-specific methods (e.g. S3Store.check_access) pass through; not during unpickling.
@@ -50,11 +41,6 @@ class _OtherAssetCommitsFirst(WrappingStore):
 
     def arrow_filesystem(self) -> Any:
         return self.inner.arrow_filesystem()
-
-    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
-        if path == f"{KEY}/manifest.json" and _BEFORE_SWAP:
-            _BEFORE_SWAP.pop()()
-        return super().write_if(path, data, expected=expected)
 
 
 class RacingLocalStoreResource(StoreResource):
@@ -99,17 +85,6 @@ def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Any) -> tuple[
 def _run(assets: list[Any], io_manager: Any, instance: dg.DagsterInstance, **kwargs: Any) -> Any:
     resources = {"io_manager": io_manager, "pyspark": PySparkResource(spark_config={})}
     return dg.materialize(assets, resources=resources, instance=instance, raise_on_error=False, **kwargs)
-
-
-def _error(result: Any) -> str:
-    failures = result.get_step_failure_events()
-    assert failures, "expected a step failure"
-    error = failures[0].step_failure_data.error
-    text = []
-    while error is not None:
-        text.append(f"{error.cls_name}: {error.message}")
-        error = error.cause
-    return "\n".join(text)
 
 
 MODES: dict[str, dict[str, Any]] = {

@@ -450,7 +450,7 @@ class Transaction:
             CommitOutcomeUnknown: the tombstone's swap kept failing without an answer.
         """
         key, path = self.key, f"{self.key}/{MANIFEST_NAME}"
-        latest, token = committed, self._landed
+        latest, token = (committed, self._landed) if self._landed else read_raw(self.store, key)
         backoff = Backoff(self.options.commit_timeout)
         while latest is not None and token is not None and self.txn in latest.txns and not is_tombstone(latest):
             mark = tombstone(self.options, key, latest.version + 1)

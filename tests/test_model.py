@@ -4,7 +4,8 @@ behave like an in-memory model of their rows.
 A hypothesis state machine runs write, overwrite, append (columns shuffled,
 sometimes a non-nullable field), merge (upsert / insert / update), compact,
 vacuum and delete on three datasets over a real store (memory, local disk,
-moto S3), and the external commits an engine such as Spark makes: parts
+moto S3), operations on keys that overlap them and external commits with a
+hostile entry (``tests/_model_overlaps.py``: refused, nothing changed), and the external commits an engine such as Spark makes: parts
 written by the test itself through the store, then ``begin_write`` /
 ``commit_write``, ``begin_append`` / ``commit_append``, ``plan_merge`` /
 ``commit_merge`` (the test finds the candidates holding matched keys and
@@ -77,6 +78,7 @@ from dagster_parquet_dataset.dataset import _segments as segments
 from tests._external_writer import write_external_parts
 from tests._faults import LOST_AS, Fault, FaultyStore, LostResponse
 from tests._interrupts import MODES, InterruptingStore
+from tests._model_overlaps import OverlapRules
 from tests.conftest import make_bucket
 
 COLUMNS = ("id", "s", "x", "ts", "p")
@@ -255,7 +257,7 @@ def _backend(name: str, request: pytest.FixtureRequest) -> _Backend:
 # ------------------------------------------------------------- state machine
 
 
-class _DatasetModel(RuleBasedStateMachine):
+class _DatasetModel(RuleBasedStateMachine, OverlapRules):
     """Datasets on a real store, faults injected, checked against the model after every operation.
 
     The rules come from :func:`_machine`, which binds the backend and the fault strategy.
@@ -299,6 +301,9 @@ class _DatasetModel(RuleBasedStateMachine):
 
     def _partition_by(self, key: str) -> list[str] | None:
         return ["p"] if key == "parted" else None
+
+    def _refused(self) -> Callable[[State], Outcome]:
+        return lambda old: Outcome(old, Exception)
 
     def _apply(
         self,

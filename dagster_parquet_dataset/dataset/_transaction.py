@@ -31,6 +31,8 @@ Rules it enforces:
   that lost the race to another owner gives up (:class:`OwnerMismatch`).
 - After a conflict that broke the lineage (the dataset was deleted or replaced
   meanwhile), the writer checks its parts still exist before committing them.
+- A first write (no manifest when it began) lists its parts once after its swap: if a whole ``delete_dataset``
+  took them, it swaps in a tombstone while its version (or one built on it) is live, and raises CommitConflict.
 """
 
 from __future__ import annotations
@@ -38,8 +40,8 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -58,6 +60,7 @@ from ._layout import (
     version_of,
     version_path,
 )
+from ._nested import deletable, outside_nested
 from ._options import DatasetOptions
 from ._owner import check_expect_owner, check_owner
 from ._retry import Backoff
@@ -131,6 +134,13 @@ called again after every lost race, and may raise to give up."""
 
 
 # ---------------------------------------------------------------------- reading
+
+
+def tombstone(options: DatasetOptions, key: str, version: int) -> DatasetManifest:
+    """The manifest a delete (or a taken-back commit) swaps in: no parts, its own token."""
+    txn = new_txn()
+    mark = new_manifest(options, key, [], pa.schema([]), run_id=None, metadata=None, partition_by=(), operation="")
+    return replace(mark, operation=TOMBSTONE_OPERATION, version=version, txn=txn, txns=(txn,))
 
 
 def read_raw(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
@@ -259,6 +269,8 @@ class Transaction:
         #: Store paths of the parts this transaction created (recorded before each is written).
         self.created: list[str] = []
         self._sent_against: str | None = None
+        #: The token of the manifest this transaction's swap put in place, when known.
+        self._landed: str | None = None
         self._in_flight = False
         #: Whether a dataset (not just a delete's tombstone) was live when the transaction began.
         self.exists = pending.token is not None
@@ -394,8 +406,47 @@ class Transaction:
         if self.recognised:
             self.abandon()
             return committed
+        if self.pending.token is None and self.created and self._missing_parts(quiet=True):
+            self._take_back(committed)  # raises, unless a later commit or delete replaced it already
+            return committed
         self._finish(committed)
         return committed
+
+    def _take_back(self, committed: DatasetManifest) -> None:
+        """Replace this first write's manifest (or one built on it) by a tombstone, by compare-and-swap, and
+        abandon; return if no live version descends from it (a later delete or overwrite replaced it).
+
+        Raises:
+            CommitConflict: the manifest was taken back; nothing stays committed.
+            CommitOutcomeUnknown: the tombstone's swap kept failing without an answer.
+        """
+        key, path = self.key, f"{self.key}/{MANIFEST_NAME}"
+        latest, token = (committed, self._landed) if self._landed else read_raw(self.store, key)
+        backoff = Backoff(self.options.commit_timeout)
+        while latest is not None and token is not None and self.txn in latest.txns and not is_tombstone(latest):
+            mark = tombstone(self.options, key, latest.version + 1)
+            try:
+                self.store.write_if(path, mark.to_json().encode("utf-8"), expected=token)
+                break
+            except (CommitConflict, OSError):
+                pass
+            latest, token = read_raw(self.store, key)
+            if latest is not None and latest.txn == mark.txn:
+                break  # a lost response: it landed
+            if backoff.expired():
+                raise CommitOutcomeUnknown(f"dataset {key!r}: could not take back a manifest listing deleted parts")
+            backoff.pause()
+        else:
+            return
+        delete_quietly(self.store, [f"{key}/{SUCCESS_NAME}"])  # a commit built on it may have written it
+        self.abandon()
+        with suppress(Exception):  # NotFound: the delete took it
+            if self.pending.spec_names and self.store.read_bytes(f"{key}/{CLAIM_NAME}") == self.txn.encode():
+                delete_quietly(self.store, [f"{key}/{CLAIM_NAME}"])
+        raise CommitConflict(
+            f"dataset {key!r} was deleted while this write ran and its parts went with it; the manifest it "
+            "committed was taken back, so nothing stays committed: write again"
+        )
 
     def _outcome(self) -> bool | None:
         """After an interrupted send: ``True`` landed, ``False`` can never land, ``None`` unknown."""
@@ -430,7 +481,7 @@ class Transaction:
             unsure: BaseException | None = None
             self._sent_against, self._in_flight = token, True
             try:
-                self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
+                self._landed = self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
                 self._in_flight = False
                 return candidate
             except CommitConflict:
@@ -449,6 +500,7 @@ class Transaction:
                 ) from exc
             if latest is not None and txn in latest.txns:
                 self._in_flight = False
+                self._landed = latest_token if latest.txn == txn else None
                 return latest if latest.txn == txn else candidate  # ours landed; others may have built on it
             if unsure is not None and latest_token == token:
                 # Nothing visible changed: our request may still be in flight. Retrying with
@@ -511,16 +563,21 @@ class Transaction:
         """A new segment's path (relative): unique per attempt, so a retry never writes over one a landed commit lists."""
         return f"{SEGMENTS_DIR}/{self.txn}-{sum(SEGMENTS_DIR in p for p in self.created)}.parquet"
 
+    def _missing_parts(self, *, quiet: bool = False) -> list[str]:
+        """This write's parts that vanished (one listing); with ``quiet``, none when the store cannot tell."""
+        try:
+            if self.store.supports(Capability.LIST):
+                present = {f.path for f in self.store.list_files(self.key)}
+                return [p for p in self.created if p not in present]
+            return [p for p in self.created if not self.store.exists(p)]
+        except Exception:
+            if not quiet:
+                raise
+            return []
+
     def _check_parts_exist(self) -> None:
         """Raise if any of this write's parts vanished (a racing delete took them)."""
-        attempted = self.created
-        if not attempted:
-            return
-        if self.store.supports(Capability.LIST):
-            present = {f.path for f in self.store.list_files(self.key)}
-            missing = [p for p in attempted if p not in present]
-        else:
-            missing = [p for p in attempted if not self.store.exists(p)]
+        missing = self._missing_parts() if self.created else []
         if missing:
             raise CommitConflict(
                 f"dataset {self.key!r} was deleted or replaced while this write ran, and {len(missing)} of its "
@@ -536,14 +593,14 @@ class Transaction:
         if current is None:
             return ()
         keep = set(new.referenced())
-        inherited = [p for p in current.obsolete if _deletable(p)]
+        inherited = [p for p in current.obsolete if deletable(p)]
         retain = self.options.retain_versions
         if retain is None:
             return tuple(p for p in inherited if p not in keep)
         if retain == 1:
             gone = set(current.referenced()).difference(keep)  # set work first: an append removes nothing
             doomed = dict.fromkeys([*inherited, *(p for p in current.referenced() if p in gone)] if gone else inherited)
-            return tuple(p for p in doomed if p not in keep and _deletable(p))
+            return tuple(p for p in doomed if p not in keep and deletable(p))
         # Versions current.version - retain + 2 .. current.version stay; one drops out.
         dropped_version = current.version + 1 - retain
         retained = [current]
@@ -557,7 +614,7 @@ class Transaction:
         if dropped_version >= 1:
             dropped = read_version_copy(self.store, self.key, dropped_version)
             if dropped is not None:
-                doomed += [p for p in dropped.referenced() if _deletable(p)]
+                doomed += [p for p in dropped.referenced() if deletable(p)]
             doomed.append(version_path(dropped_version))  # the one reserved name a commit itself drops
         return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
 
@@ -570,9 +627,9 @@ class Transaction:
         live = set(committed.referenced())
         self._drop_unused_segments(live)
         copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
-        data = [p for p in committed.obsolete if p not in copies and p not in live and _deletable(p)]
+        data = [p for p in committed.obsolete if p not in copies and p not in live and deletable(p)]
         delete_quietly(self.store, (f"{key}/{p}" for p in copies))
-        delete_quietly(self.store, (f"{key}/{p}" for p in _outside_nested(self.store, key, data)))
+        delete_quietly(self.store, (f"{key}/{p}" for p in outside_nested(self.store, key, data)))
 
     def _drop_unused_segments(self, committed: set[str]) -> None:
         """Segments this transaction wrote on attempts that lost a race, unless some version lists them."""
@@ -633,31 +690,6 @@ def _listed_paths(store: Store, key: str) -> set[str]:
         if old is not None:
             listed.update(old.referenced())
     return listed
-
-
-def _deletable(relative: str) -> bool:
-    """Whether a path from a manifest's ``obsolete`` list may be deleted at all."""
-    if not relative or relative.startswith("/") or is_reserved(relative):
-        return False
-    segments = relative.split("/")
-    return all(s not in ("", ".", "..") for s in segments) and segments[-1] not in (MANIFEST_NAME, SUCCESS_NAME)
-
-
-def _outside_nested(store: Store, key: str, paths: Sequence[str]) -> list[str]:
-    """``paths`` (relative) minus those inside a folder that holds another dataset's manifest."""
-    nested: dict[str, bool] = {}
-
-    def in_nested(relative: str) -> bool:
-        segments = relative.split("/")[:-1]
-        for depth in range(1, len(segments) + 1):
-            folder = "/".join(segments[:depth])
-            if folder not in nested:
-                nested[folder] = store.exists(f"{key}/{folder}/{MANIFEST_NAME}")
-            if nested[folder]:
-                return True
-        return False
-
-    return [p for p in paths if not in_nested(p)]
 
 
 def _same_lineage(base: DatasetManifest | None, latest: DatasetManifest | None) -> bool:

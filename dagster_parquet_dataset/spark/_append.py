@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore
@@ -47,6 +47,7 @@ def append_spark_dataset(
     allow_new_columns: bool = False,
     repartition: bool = False,
     mode: WriteMode = "auto",
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> DatasetManifest:
     """Append a Spark DataFrame's rows to the dataset ``key`` (creating it if absent), on the executors.
 
@@ -71,6 +72,7 @@ def append_spark_dataset(
         repartition: for a partitioned dataset, repartition the rows by the
             partition columns first (few, large files per folder).
         mode: as :func:`write_spark_dataset`'s (unpartitioned appends only).
+        expect_owner: as :func:`write_spark_dataset`'s.
 
     Returns:
         The committed manifest.
@@ -83,6 +85,7 @@ def append_spark_dataset(
         CapabilityNotSupported: a ``MemoryStore`` (invisible to executors).
         ManifestCorrupted: the live manifest cannot be parsed.
         CommitConflict: commits kept winning, or the dataset was repartitioned meanwhile.
+        OwnerMismatch: the dataset records another owner than ``expect_owner``; nothing is committed.
         pyspark.errors.PySparkException: the Spark job failed; its files are removed.
     """
     from pyspark.sql import functions as F
@@ -96,6 +99,7 @@ def append_spark_dataset(
         metadata=metadata,
         partition_by=partition_by,
         allow_new_columns=allow_new_columns,
+        expect_owner=expect_owner,
     )
     target = pending.schema
     if pending.partition_by:

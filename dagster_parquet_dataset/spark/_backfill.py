@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..dagster_io._backfill import Backfill, commit_each
+from ..dagster_io._ownership import commit_owner
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore, PendingAppend, PendingWrite
 from ..dataset.engine import RowLocator, check_partition_by
 from ._descriptor import first_error
@@ -140,8 +141,15 @@ def write_spark_partitions(
                 metadata=t.metadata,
                 partition_by=backfill.options.partition_by,
                 allow_new_columns=backfill.options.allow_new_columns,
+                expect_owner=commit_owner(t.metadata),
             )
-        return datasets.begin_write(t.dataset_key, overwrite=True, run_id=backfill.run_id, metadata=t.metadata)
+        return datasets.begin_write(
+            t.dataset_key,
+            overwrite=True,
+            run_id=backfill.run_id,
+            metadata=t.metadata,
+            expect_owner=commit_owner(t.metadata),
+        )
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pds-backfill") as pool:
         pendings = list(pool.map(begin, range(len(targets))))
@@ -258,6 +266,7 @@ def _merge_each(
             run_id=backfill.run_id,
             metadata=target.metadata,
             repartition=repartition,
+            expect_owner=commit_owner(target.metadata),
         )
         return datasets.read_manifest(target.dataset_key)
 

@@ -23,7 +23,7 @@ candidate file, and one descriptor per written part.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +169,7 @@ def merge_spark_dataset(
     run_id: str | None = None,
     metadata: dict[str, str] | None = None,
     repartition: bool = False,
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> MergeResult:
     """Merge a Spark DataFrame of changes into the dataset ``key`` by ``key_columns``, on the executors.
 
@@ -191,6 +192,7 @@ def merge_spark_dataset(
         run_id, metadata: recorded in the manifest.
         repartition: for a partitioned dataset, repartition inserted rows by the
             partition columns first.
+        expect_owner: as :func:`~._write.write_spark_dataset`'s (checked by the plan and the commit).
 
     Returns:
         A :class:`~dagster_parquet_dataset.dataset.MergeResult`.
@@ -203,6 +205,7 @@ def merge_spark_dataset(
         TypeError: bad arguments (``df`` not a DataFrame, ``key_columns`` not a list).
         CapabilityNotSupported: a ``MemoryStore``.
         CommitConflict: concurrent commits kept changing the files it planned on.
+        OwnerMismatch: the dataset records another owner than ``expect_owner``; nothing is committed.
         pyspark.errors.PySparkException: a Spark job failed; the merge's files are removed.
     """
     check_spark_args(df, datasets, "merge_spark_dataset")
@@ -225,6 +228,7 @@ def merge_spark_dataset(
             partition_by=partition_by,
             run_id=run_id,
             metadata=metadata,
+            expect_owner=expect_owner,
         )
         if not plan.exists:
             if strategy == "update":
@@ -238,6 +242,7 @@ def merge_spark_dataset(
                     metadata=metadata,
                     partition_by=plan.partition_by or None,
                     repartition=repartition,
+                    expect_owner=expect_owner,
                 )
             except AlreadyExists:
                 raise MergeReplanNeeded() from None  # created meanwhile: merge into it

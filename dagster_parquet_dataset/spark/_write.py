@@ -25,7 +25,7 @@ released, so the key reads as absent again).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import pyarrow as pa
@@ -101,6 +101,7 @@ def write_spark_dataset(
     mode: WriteMode = "auto",
     partition_by: Sequence[str] | None = None,
     repartition: bool = False,
+    expect_owner: Mapping[str, str | None] | None = None,
 ) -> DatasetManifest:
     """Write a Spark DataFrame as the dataset ``key``: executors write the parts, the driver commits once.
 
@@ -133,6 +134,9 @@ def write_spark_dataset(
             kept); each task writes one part per folder it touches.
         repartition: with ``partition_by``, first repartition the rows by the
             partition columns (a shuffle) so each folder gets few, large files.
+        expect_owner: the owner the replaced version must record
+            (``ParquetDatasetStore.write_dataset``'s), checked when the write
+            begins and again by the commit.
 
     Returns:
         The committed manifest.
@@ -145,6 +149,9 @@ def write_spark_dataset(
             ``mode="native"`` where Spark cannot write (the message says why).
         AlreadyExists: the dataset exists and ``overwrite`` is false.
         CommitConflict: an overwrite kept losing the commit race.
+        OwnerMismatch: the dataset records another owner than ``expect_owner``
+            (when the write begins or when it commits); nothing is committed and
+            the parts are deleted.
         pyspark.errors.PySparkException: the Spark job failed (after Spark's
             own task retries); what the write put on the store is removed once
             its tasks stopped, and a new dataset's claim is released.
@@ -160,7 +167,9 @@ def write_spark_dataset(
     resolved = resolve_write_mode(df.sparkSession, datasets, mode)
     schema = spark_schema_to_arrow(df.schema)
     partition = check_partition_by(partition_by, schema) if partition_by is not None and len(partition_by) else ()
-    pending = datasets.begin_write(key, overwrite=overwrite, run_id=run_id, metadata=metadata)
+    pending = datasets.begin_write(
+        key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner
+    )
     if not partition:
         entries, stored = write_parts_of(df, datasets, pending, schema, resolved)
         return datasets.commit_write(pending, entries, stored)

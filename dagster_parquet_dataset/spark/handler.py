@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from ..dagster_io._ownership import commit_owner
 from ..dagster_io.handlers import OptionsWrite, TypeHandler
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ._append import append_spark_dataset
@@ -152,11 +153,18 @@ class SparkDataFrameHandler(TypeHandler):
     ) -> DatasetManifest:
         """Write ``obj`` with :func:`write_spark_dataset` (``overwrite=True``, ``mode="auto"``).
 
+        The owner ``metadata`` records is the write's ``expect_owner``, so the commit
+        refuses a dataset another asset or partition wrote meanwhile.
+
         Raises:
             TypeError: ``obj`` is not a Spark DataFrame or has a column that cannot be stored.
+            OwnerMismatch: the dataset records another owner; nothing is committed.
             RemoteStoreError: the dataset layer failed.
         """
-        return write_spark_dataset(obj, datasets, key, overwrite=True, run_id=run_id, metadata=metadata)
+        owner = commit_owner(metadata)
+        return write_spark_dataset(
+            obj, datasets, key, overwrite=True, run_id=run_id, metadata=metadata, expect_owner=owner
+        )
 
     def write_partitions(
         self,
@@ -191,14 +199,17 @@ class SparkDataFrameHandler(TypeHandler):
         run_id: str | None,
         metadata: dict[str, str],
     ) -> OptionsWrite:
-        """Run ``append``, ``merge`` and ``partition_by`` writes on the executors.
+        """Run ``append``, ``merge`` and ``partition_by`` writes on the executors, with the owner
+        ``metadata`` records as ``expect_owner`` (as :meth:`write`).
 
         Raises:
             TypeError: ``obj`` has a column that cannot be stored, or a bad ``spark_repartition``.
             ValueError: as ``append_spark_dataset`` / ``merge_spark_dataset`` (schema, keys).
+            OwnerMismatch: the dataset records another owner; nothing is committed.
             RemoteStoreError: the dataset layer failed.
         """
         repartition = _repartition_option(context)
+        owner = commit_owner(metadata)
         if options.write_mode == "append":
             manifest = append_spark_dataset(
                 obj,
@@ -209,6 +220,7 @@ class SparkDataFrameHandler(TypeHandler):
                 partition_by=options.partition_by,
                 allow_new_columns=options.allow_new_columns,
                 repartition=repartition,
+                expect_owner=owner,
             )
             return OptionsWrite(manifest=manifest, rows=_appended(manifest))
         if options.write_mode == "merge":
@@ -222,6 +234,7 @@ class SparkDataFrameHandler(TypeHandler):
                 run_id=run_id,
                 metadata=metadata,
                 repartition=repartition,
+                expect_owner=owner,
             )
             return OptionsWrite(merge=result)
         manifest = write_spark_dataset(
@@ -233,6 +246,7 @@ class SparkDataFrameHandler(TypeHandler):
             metadata=metadata,
             partition_by=options.partition_by,
             repartition=repartition,
+            expect_owner=owner,
         )
         return OptionsWrite(manifest=manifest, rows=manifest.row_count)
 

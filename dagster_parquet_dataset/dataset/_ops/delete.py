@@ -16,15 +16,13 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
-import pyarrow as pa
-
 from ...errors import CommitConflict, NotFound
 from ...storage.base import Capability
 from .._keys import check_key_fits
 from .._layout import MANIFEST_NAME, SUCCESS_NAME
 from .._options import DatasetOptions
 from .._retry import Backoff
-from .._transaction import TOMBSTONE_OPERATION, new_manifest, new_txn, read_raw
+from .._transaction import read_raw, tombstone
 from .vacuum import own_files
 
 log = logging.getLogger(__name__)
@@ -79,17 +77,15 @@ def delete_dataset(options: DatasetOptions, key: str) -> None:
 def _commit_tombstone(options: DatasetOptions, key: str) -> str:
     """Replace the live manifest (or its absence) by a tombstone, by compare-and-swap; its token."""
     store = options.store
-    txn = new_txn()
-    base = new_manifest(
-        options, key, [], pa.schema([]), run_id=None, metadata=None, partition_by=(), operation=TOMBSTONE_OPERATION
-    )
+    base = tombstone(options, key, 1)
+    txn = base.txn
     backoff = Backoff(options.commit_timeout)
     while True:
         current, token = read_raw(store, key)
         version = current.version + 1 if current is not None else 1
-        tombstone = replace(base, version=version, txn=txn, txns=(txn,))
+        mark = replace(base, version=version)
         try:
-            return store.write_if(f"{key}/{MANIFEST_NAME}", tombstone.to_json().encode("utf-8"), expected=token)
+            return store.write_if(f"{key}/{MANIFEST_NAME}", mark.to_json().encode("utf-8"), expected=token)
         except CommitConflict:
             pass
         except OSError:

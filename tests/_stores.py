@@ -101,6 +101,21 @@ class WrappingStore(Store):
         self.inner.rename(src, dst)
 
 
+class PassThrough:
+    """Mixin for a :class:`WrappingStore`: backend-specific methods (``S3Store.check_access``, ...)
+    and the inner store's pyarrow filesystem pass through (executors and scans reach them)."""
+
+    inner: Store
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__") or name == "inner":  # not during unpickling
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def arrow_filesystem(self) -> Any:
+        return self.inner.arrow_filesystem()
+
+
 class _CountingReader(io.RawIOBase):
     """Passes reads through to ``source`` and adds their size to ``owner.bytes_read``."""
 

@@ -14,29 +14,20 @@ import pyarrow as pa
 from dagster_parquet_dataset import Store
 from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
 
-from .._stores import WrappingStore
+from .._stores import PassThrough, WrappingStore
 
 
 class StepDied(Exception):
     """The step's death right after its commit landed (before Dagster could record anything)."""
 
 
-class DieAfterCommitStore(WrappingStore):
+class DieAfterCommitStore(PassThrough, WrappingStore):
     """Dies right after the first append or merge commit lands, once per ``marker`` file: raises
     :class:`StepDied` (``how="raise"``) or ends the process with ``os._exit`` (``how="exit"``)."""
 
     def __init__(self, inner: Store, marker: str, how: str) -> None:
         super().__init__(inner)
         self.marker, self.how = marker, how
-
-    def __getattr__(self, name: str) -> object:
-        # Backend-specific methods (S3Store.check_access, ...) pass through.
-        if name.startswith("__") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def arrow_filesystem(self) -> Any:
-        return self.inner.arrow_filesystem()
 
     def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
         token = super().write_if(path, data, expected=expected)

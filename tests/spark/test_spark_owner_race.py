@@ -25,22 +25,14 @@ from dagster_parquet_dataset.dagster_io.resources import StoreResource
 from tests.dagster.test_key_safety import _BEFORE_SWAP, _error, sales_by_region
 from tests.dagster.test_key_safety import _OtherAssetCommitsFirst as _KeySafetyRacing
 
+from .._stores import PassThrough
 from ..conftest import make_bucket
 
 KEY = "sales/eu"
 
 
-class _OtherAssetCommitsFirst(_KeySafetyRacing):
+class _OtherAssetCommitsFirst(PassThrough, _KeySafetyRacing):
     """The Dagster test's racing store, also for Spark: its executors reach the inner store's methods."""
-
-    def __getattr__(self, name: str) -> object:
-        # Backend-specific methods (e.g. S3Store.check_access) pass through; not during unpickling.
-        if name.startswith("__") or name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    def arrow_filesystem(self) -> Any:
-        return self.inner.arrow_filesystem()
 
 
 class RacingLocalStoreResource(StoreResource):

@@ -29,6 +29,7 @@ from typing import Any
 import pytest
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore
+from dagster_parquet_dataset.dataset import data_version
 
 from .conftest import PROJECT_DIR
 
@@ -214,6 +215,7 @@ query Materializations($path: [String!]!, $partition: String!) {
       assetMaterializations(partitions: [$partition]) {
         runId
         partition
+        tags { key value }
         metadataEntries {
           __typename
           label
@@ -425,6 +427,11 @@ def test_dagster_dev_materializes_a_partition_and_shuts_down(dagster_dev: Dagste
     entries = {e["label"]: e for e in materializations[0]["metadataEntries"]}
     assert entries["dataset_key"]["text"] == f"marts/daily_event_stats/{PARTITION}"
     assert entries["dagster/partition_row_count"]["intValue"] == stats.num_rows
+    # The data version Dagster recorded is the stored content's (issue 19), not one Dagster made up.
+    cleaned = server.graphql(MATERIALIZATIONS_QUERY, {"path": ["staging", "clean_events"], "partition": PARTITION})
+    tags = {t["key"]: t["value"] for t in cleaned["assetOrError"]["assetMaterializations"][0]["tags"]}
+    expected = data_version(clean)
+    assert expected is not None and tags.get("dagster/data_version") == expected, tags
     _assert_what_the_ui_shows(server, run_id)
 
     # Clean shutdown of the whole process group by SIGTERM.

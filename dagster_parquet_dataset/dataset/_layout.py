@@ -9,6 +9,8 @@ SUCCESS_NAME = "_SUCCESS"
 CLAIM_NAME = "_claim"
 SINGLE_FILE_NAME = "data.parquet"
 VERSIONS_DIR = "_versions"
+#: The Delta log (``delta_log=True``) and the manifests its writers hand over (see ``delta/_log.py``).
+DELTA_DIRS = ("_delta_log", "_delta_manifests")
 RESERVED_NAMES = (MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME)
 
 _VERSION_FILE = re.compile(r"(\d{20})\.json")
@@ -54,4 +56,6 @@ def is_spec_name(path: str) -> bool:
 
 def is_reserved(relative: str) -> bool:
     """Whether ``relative`` (a path relative to a dataset key) names one of the dataset's own files."""
+    if relative.split("/", 1)[0] in DELTA_DIRS:
+        return True
     return relative in RESERVED_NAMES or relative == VERSIONS_DIR or relative.startswith(VERSIONS_DIR + "/")

@@ -20,6 +20,7 @@ from .._options import DatasetOptions, check_metadata, check_run_id
 from .._partition import check_partition_by
 from .._schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
 from .._transaction import Build, PendingWrite, Transaction, new_manifest
+from ..delta import delta_ready
 from ..manifest import SEGMENTED_FORMAT, DatasetManifest, FileEntry
 from .entries import check_external_entries
 from .history import read_manifest
@@ -151,6 +152,8 @@ def append_dataset(
     """See :meth:`ParquetDatasetStore.append_dataset`."""
     key = validate_key(key, what="dataset key")
     check_input(table, "append_dataset")
+    if options.delta_log:
+        table = delta_ready(table, key=key)
     args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
     txn, partition, target = _begin(options, key, table.schema, *args)
     if target is not None:

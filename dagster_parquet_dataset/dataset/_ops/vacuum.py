@@ -11,8 +11,9 @@ from datetime import datetime, timedelta, timezone
 
 from ...storage.base import Capability, FileInfo, Store
 from .._keys import check_key_fits
-from .._layout import CLAIM_NAME, MANIFEST_NAME, SUCCESS_NAME, version_path
+from .._layout import CLAIM_NAME, DELTA_DIRS, MANIFEST_NAME, SUCCESS_NAME, version_path
 from .._options import DatasetOptions, check_positive
+from ..delta import expire_log
 from ..manifest import DatasetManifest
 from .history import history
 
@@ -61,6 +62,9 @@ def vacuum(
             store.delete(path, missing_ok=True)
             if progress is not None:
                 progress(done, len(doomed))
+        if retained and options.store.supports(Capability.CONDITIONAL_WRITE):
+            # The Delta log's entries expire with the versions (its own files are never in ``doomed``).
+            doomed += expire_log(store, key, min(m.version for m in retained))
     return VacuumResult(tuple(doomed), tuple(m.version for m in retained), dry_run)
 
 
@@ -95,8 +99,8 @@ def plan_vacuum(
     doomed: list[str] = []
     for info in files:
         rel = info.path[len(key) + 1 :]
-        if rel in referenced:
-            continue
+        if rel in referenced or rel.split("/", 1)[0] in DELTA_DIRS:
+            continue  # the Delta log expires by its own rule (delta.expire_log)
         if rel in once_referenced or (info.modified is not None and now - info.modified > grace):
             doomed.append(info.path)
     return doomed, retained

@@ -17,6 +17,7 @@ from .._partition import check_partition_by, encode_partition_values, partition_
 from .._schema import check_column_names, recorded_schema
 from .._transaction import PendingWrite, Transaction, new_manifest, repair_success
 from .._write import DEFAULT_ROW_GROUP, PartJob, chunk_batches, encode_parts, stream_parts, stream_single, table_chunks
+from ..delta import delta_ready
 from ..manifest import DatasetManifest, FileEntry
 from .entries import check_external_entries
 
@@ -44,6 +45,8 @@ def write_dataset(
     """See :meth:`ParquetDatasetStore.write_dataset`."""
     key = validate_key(key, what="dataset key")
     check_input(table, "write_dataset")
+    if options.delta_log:
+        table = delta_ready(table, key=key)
     check_column_names(table.schema, key=key)
     partition = check_partition_by(partition_by, table.schema)
     check_key_fits(options.store, key)

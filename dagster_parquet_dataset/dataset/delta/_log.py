@@ -14,7 +14,8 @@ from the manifests (the dataset's truth) and is written with put-if-absent only
   Only :func:`sync_log` with ``fill=True`` writes a version whose manifest is gone for good (after a
   crash with ``retain_versions=1``): a commit with no file changes, saying so in its ``commitInfo``.
 
-Every :data:`CHECKPOINT_INTERVAL` versions a checkpoint and ``_last_checkpoint`` follow; :func:`expire_log`
+Every :data:`CHECKPOINT_INTERVAL` versions (and after :data:`CHECKPOINT_ACTIONS` actions written at once) a
+checkpoint and ``_last_checkpoint`` follow; :func:`expire_log`
 drops the commits and checkpoints before the newest checkpoint at or below the oldest retained version.
 """
 
@@ -54,6 +55,9 @@ LOG_DIR = "_delta_log"
 PENDING_DIR = "_delta_manifests"
 #: A checkpoint at every version that is a multiple of this (as delta-rs does).
 CHECKPOINT_INTERVAL = 100
+#: Also a checkpoint after one call wrote this many actions (a first write of many files, a sync of a large
+#: dataset): readers then load one Parquet file instead of parsing that many JSON lines.
+CHECKPOINT_ACTIONS = 1_000
 _LAST_CHECKPOINT = "_last_checkpoint"
 
 
@@ -413,6 +417,7 @@ def sync_log(
     else:
         state = _fast_state(store, key, last, manifests.get(last)) or _replay(store, key, listing, last)
     version = last
+    written = 0
     while version < upto or manifests.get(version + 1, saved_only=True) is not None:
         # Past upto: a version committed meanwhile whose own hook found the log behind and saved its manifest.
         version += 1
@@ -426,8 +431,10 @@ def sync_log(
         if not _write_commit(store, key, version, actions):
             after = _fast_state(store, key, version, manifest) or _replay(store, key, _list_log(store, key), version)
         state = after
-        if version % CHECKPOINT_INTERVAL == 0:
+        written += len(actions)
+        if version % CHECKPOINT_INTERVAL == 0 or written >= CHECKPOINT_ACTIONS:
             _checkpoint(store, key, state)
+            written = 0
         if version in manifests.saved:
             store.delete(_pending_path(key, version), missing_ok=True)
     return version

@@ -1,32 +1,32 @@
 """``ParquetDatasetStore``: Spec 042 datasets with crash-safe, conflict-safe commits.
 
 A thin facade: it validates its options once (:class:`DatasetOptions`) and delegates each method to its operation
-module in :mod:`._ops`, each of which commits through the one transaction (:mod:`._transaction`). See
+module in :mod:`.ops`, each of which commits through the one transaction (:mod:`.commit.transaction`). See
 docs/architecture.md for the layout and docs/guarantees.md for the promises.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from ..storage.base import Capability, Store, validate_key
-from ._maintenance import MaintenanceMethods
-from ._merge import MergeResult
-from ._ops import append, delete, history, many, merge, read, verify, write
-from ._ops.append import PendingAppend
-from ._ops.as_of import resolve_version, version_at
-from ._ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
-from ._ops.listing import DatasetListing, list_datasets
-from ._ops.merge_plan import MergePlan, plan_merge
-from ._options import check_metadata, make_options
-from ._read import ReadPlan
-from ._transaction import PendingWrite
-from ._verify import Progress, VerifyReport
+from ._dataset_options import check_metadata, make_options
+from .commit.transaction import PendingWrite
+from .expressions.merge_keys import MergeResult
+from .io.read_parts import ReadPlan
+from .io.verify_parts import Progress, VerifyReport
 from .manifest import DatasetManifest, FileEntry
+from .ops import append, delete, delta_sync, history, many, merge, read, verify, write
+from .ops.append import PendingAppend
+from .ops.as_of import resolve_version, version_at
+from .ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
+from .ops.listing import DatasetListing, list_datasets
+from .ops.merge_plan import MergePlan, plan_merge
+from .ops.vacuum import VacuumResult, vacuum
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 _DEFAULT: Any = object()
 
 
-class ParquetDatasetStore(MaintenanceMethods):
+class ParquetDatasetStore:
     """Write and read Parquet datasets (parts + ``manifest.json`` + ``_SUCCESS``) on a Store.
 
     Args:
@@ -54,7 +54,7 @@ class ParquetDatasetStore(MaintenanceMethods):
         delta_log: also keep each dataset's Delta log (``_delta_log/``) after every commit, so the
             dataset is a Delta table too, and write data Delta can hold (see docs/delta.md).
 
-    ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``_owner``).
+    ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``commit.owner``).
     Construction does no I/O.
 
     Raises:
@@ -425,6 +425,44 @@ class ParquetDatasetStore(MaintenanceMethods):
             StoreAccessError / OSError / ValueError / TypeError: unreachable store / a bad key, version or thread count.
         """
         return verify.verify_dataset(self.store, self._key(key), version=version, progress=progress, threads=threads)
+
+    def vacuum(
+        self,
+        key: str,
+        *,
+        retain_versions: int | None = _DEFAULT,  # type: ignore[assignment]
+        older_than: timedelta | float | None = None,
+        grace_period: timedelta | float = timedelta(hours=1),
+        dry_run: bool = False,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> VacuumResult:
+        """Delete files no retained version references.
+
+        Raises:
+            NotFound / CapabilityNotSupported: the dataset has no manifest / the store cannot list or delete.
+        """
+        keep = self.retain_versions if retain_versions is _DEFAULT else retain_versions
+        return vacuum(
+            self._options,
+            self._key(key),
+            keep,
+            older_than,
+            grace_period,
+            progress,
+            dry_run=dry_run,
+        )
+
+    def sync_delta_log(self, key: str) -> int:
+        """Write whatever the Delta log of ``key`` lacks (a dataset written before ``delta_log`` was on,
+        or a log left behind by a failed log write), in order; return the Delta version now live, which
+        is the dataset's live version. A second call changes nothing. Works with ``delta_log`` off too.
+
+        Raises:
+            DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as :meth:`read_manifest`.
+            CapabilityNotSupported: the store cannot put-if-absent or list.
+            ValueError: a column Delta cannot hold without column mapping (nothing is written).
+        """
+        return delta_sync.sync_delta_log(self._options, self._key(key))
 
     def delete_dataset(self, key: str) -> None:
         """Delete the dataset ``key`` and every file under its folder (PDS-010), as a commit.

@@ -1,9 +1,9 @@
 """Every dataset is also a Delta table (``delta_log=True``): its ``_delta_log/`` is derived from
 the manifests after each commit. See docs/delta.md."""
 
-from ._actions import delta_path, millis, partition_string
-from ._log import CHECKPOINT_INTERVAL, LOG_DIR, after_commit, expire_log, sync_log
-from ._schema import check_delta_schema, delta_ready, has_naive_timestamps, spark_schema
+from .actions import delta_path, millis, partition_string
+from .delta_schema import check_delta_schema, delta_ready, has_naive_timestamps, spark_schema
+from .log_writer import CHECKPOINT_INTERVAL, LOG_DIR, after_commit, expire_log, sync_log
 
 __all__ = [
     "CHECKPOINT_INTERVAL",

@@ -394,29 +394,31 @@ def sync_log(
             return None
         manifests.known.setdefault(live.version, live)
         upto = live.version
-    listing = _list_log(store, key)
-    if listing.last >= upto:
-        return listing.last
-    if not fill and any(manifests.get(v) is None for v in range(max(listing.last, 0) + 1, upto)):
-        mine = manifests.get(upto)
-        if mine is None:
-            return listing.last
-        # Save this version's manifest, then look again: whoever writes the versions before it finds it.
-        store.write_bytes(_pending_path(key, upto), mine.to_json().encode("utf-8"))
+    state = None if fill else _quick_start(store, key, manifests, upto)
+    if state is None:
         listing = _list_log(store, key)
         if listing.last >= upto:
             return listing.last
-    last = listing.last
-    if last < 0:
-        first = next((m for m in map(manifests.get, range(1, upto + 1)) if m is not None), None)
-        ict = (millis(first.created_at_utc) if first is not None else 0) - 1
-        actions, state = _create_actions(key, first, ict)
-        if not _write_commit(store, key, 0, actions):
-            state = _replay(store, key, _list_log(store, key), 0)
-        last = 0
-    else:
-        state = _fast_state(store, key, last, manifests.get(last)) or _replay(store, key, listing, last)
-    version = last
+        if not fill and any(manifests.get(v) is None for v in range(max(listing.last, 0) + 1, upto)):
+            mine = manifests.get(upto)
+            if mine is None:
+                return listing.last
+            # Save this version's manifest, then look again: whoever writes the versions before it finds it.
+            store.write_bytes(_pending_path(key, upto), mine.to_json().encode("utf-8"))
+            listing = _list_log(store, key)
+            if listing.last >= upto:
+                return listing.last
+        last = listing.last
+        if last < 0:
+            first = next((m for m in map(manifests.get, range(1, upto + 1)) if m is not None), None)
+            ict = (millis(first.created_at_utc) if first is not None else 0) - 1
+            actions, state = _create_actions(key, first, ict)
+            if not _write_commit(store, key, 0, actions):
+                state = _replay(store, key, _list_log(store, key), 0)
+            last = 0
+        else:
+            state = _fast_state(store, key, last, manifests.get(last)) or _replay(store, key, listing, last)
+    version = state.version
     written = 0
     while version < upto or manifests.get(version + 1, saved_only=True) is not None:
         # Past upto: a version committed meanwhile whose own hook found the log behind and saved its manifest.
@@ -438,6 +440,18 @@ def sync_log(
         if version in manifests.saved:
             store.delete(_pending_path(key, version), missing_ok=True)
     return version
+
+
+def _quick_start(store: Store, key: str, manifests: _Manifests, upto: int) -> _State | None:
+    """The state at ``upto - 1`` without listing the log, in the common case: a commit's hook, the log
+    one version behind, and the version before it made from the manifest the commit was built on."""
+    previous = manifests.known.get(upto - 1)
+    if upto < 2 or previous is None:
+        return None
+    try:
+        return _fast_state(store, key, upto - 1, previous)
+    except NotFound:
+        return None
 
 
 def _write_commit(store: Store, key: str, version: int, actions: list[Any]) -> bool:

@@ -373,3 +373,13 @@ def test_a_version_whose_manifest_only_its_writer_holds_is_handed_over(tmp_path:
         m = made[name]
         assert set(_delta(store, m.version).get_add_actions(flatten=True).column("path").to_pylist()) == set(m.parts)
     assert not list(store.list_files(f"{KEY}/_delta_manifests"))
+
+
+def test_external_writes_are_refused_columns_delta_cannot_hold(tmp_path: Path) -> None:
+    datasets = ParquetDatasetStore(LocalStore(str(tmp_path)), delta_log=True)
+    with pytest.raises(ValueError, match="'a b'"):
+        datasets.begin_append(KEY, pa.schema([("a b", pa.int64())]))
+    pending = datasets.begin_write(KEY)
+    with pytest.raises(ValueError, match="'u'.*unsigned"):
+        datasets.commit_write(pending, [], pa.schema([("u", pa.uint8())]), partition_by=None)
+    assert not datasets.dataset_exists(KEY)

@@ -17,7 +17,7 @@ from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
 from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest
-from ..delta import delta_ready
+from ..delta import check_delta_schema, delta_ready
 from ..format.data_version import entries_hash
 from ..format.partition import check_partition_by
 from ..format.schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
@@ -181,6 +181,8 @@ def begin_append(
     key = validate_key(key, what="dataset key")
     if not isinstance(schema, pa.Schema):
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    if options.delta_log:
+        check_delta_schema(schema, key=key)
     txn, partition, target = _begin(
         options, key, schema, run_id, metadata, partition_by, allow_new_columns, expect_owner
     )

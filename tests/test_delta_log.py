@@ -293,9 +293,14 @@ def test_a_dataset_written_before_delta_log_gets_its_log_from_sync(tmp_path: Pat
     for i in range(4):
         plain.append_dataset(pa.table({"x": [i]}), KEY)
     assert not (tmp_path / KEY / "_delta_log").exists()
-    assert plain.sync_delta_log(KEY) == 5
+    turned_on = ParquetDatasetStore(store, retain_versions=3, delta_log=True)
+    turned_on.append_dataset(pa.table({"x": [9]}), KEY)  # no log to go on from: it waits for sync_delta_log
+    assert not (tmp_path / KEY / "_delta_log").exists()
+    assert plain.sync_delta_log(KEY) == 6
+    turned_on.append_dataset(pa.table({"x": [10]}), KEY)
+    assert _delta(store).version() == 7
     assert _rows(_delta(store).to_pyarrow_table()) == _rows(plain.read_dataset(KEY))
-    for version in (3, 4, 5):
+    for version in (5, 6, 7):
         assert _rows(_delta(store, version).to_pyarrow_table()) == _rows(plain.read_dataset(KEY, version=version))
 
 

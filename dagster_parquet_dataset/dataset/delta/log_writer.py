@@ -399,6 +399,10 @@ def sync_log(
         listing = _list_log(store, key)
         if listing.last >= upto:
             return listing.last
+        if not fill and listing.last < 0 and upto > 1 and manifests.get(1) is None:
+            # A dataset written before delta_log was on: its log comes from sync_delta_log (fill).
+            log.info("dataset %r has no Delta log yet; sync_delta_log writes it", key)
+            return None
         if not fill and any(manifests.get(v) is None for v in range(max(listing.last, 0) + 1, upto)):
             mine = manifests.get(upto)
             if mine is None:

@@ -56,13 +56,15 @@ def vacuum(
     max_age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
     grace = grace_period.total_seconds() if isinstance(grace_period, timedelta) else float(grace_period)
     versions = history(store, key)  # the live manifest first, then older complete copies
-    doomed, retained = plan_vacuum(key, versions, own_files(store, key), retain_versions, max_age, grace, time.time())
+    files = own_files(store, key)
+    doomed, retained = plan_vacuum(key, versions, files, retain_versions, max_age, grace, time.time())
+    has_log = any(f.path.startswith(f"{key}/{DELTA_DIRS[0]}/") for f in files)
     if not dry_run:
         for done, path in enumerate(doomed, 1):
             store.delete(path, missing_ok=True)
             if progress is not None:
                 progress(done, len(doomed))
-        if retained and options.store.supports(Capability.CONDITIONAL_WRITE):
+        if retained and has_log:
             # The Delta log's entries expire with the versions (its own files are never in ``doomed``).
             doomed += expire_log(store, key, min(m.version for m in retained))
     return VacuumResult(tuple(doomed), tuple(m.version for m in retained), dry_run)

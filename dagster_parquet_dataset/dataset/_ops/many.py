@@ -14,12 +14,12 @@ raises what ``read_dataset`` raises, recorded per dataset.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import DatasetIncomplete, ManifestCorrupted, NotFound, RemoteStoreError
 from ...storage.base import Store
+from .._read import parallel_map
 from ..manifest import DatasetManifest
 from .read import committed_manifest
 
@@ -99,11 +99,7 @@ def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREAD
             return exc
 
     keys = tuple(keys)
-    if len(keys) <= 1:
-        results = [one(k) for k in keys]
-    else:
-        with ThreadPoolExecutor(max_workers=min(threads, len(keys)), thread_name_prefix="pds-roots") as pool:
-            results = list(pool.map(one, keys))
+    results = parallel_map(one, keys, threads)
     found = {k: r for k, r in zip(keys, results, strict=True) if isinstance(r, DatasetManifest)}
     failed = {k: r for k, r in zip(keys, results, strict=True) if not isinstance(r, DatasetManifest)}
     return CommittedManifests(keys, found, failed)

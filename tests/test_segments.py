@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dagster_parquet_dataset import ManifestCorrupted, ParquetDatasetStore
-from dagster_parquet_dataset.dataset import _segments as segments
+from dagster_parquet_dataset.dataset.format import segments
 from dagster_parquet_dataset.storage.base import Store
 
 from ._stores import WrappingStore

@@ -33,13 +33,20 @@ Input side (``AssetIn(metadata=...)``, ``In(metadata=...)``):
 
 Everything is validated before any I/O; a bad value raises ``ValueError`` (or
 ``TypeError`` for a wrong type) whose message names the asset or input, the
-metadata key and what is allowed. This module is pure: no Dagster contexts, no I/O.
+metadata key and what is allowed. A key that is one of these options misspelt
+(``write_mod``, ``filter``), another IO manager's name for one
+(``mode``, ``schema_mode``, ``partition_filters``, ``root_uri``, ...; see
+:data:`PEER_OUTPUT_KEYS` and :data:`PEER_INPUT_KEYS`) or an option of the other
+side (``filters`` on an output) is a ``ValueError`` naming the option meant
+(:func:`check_option_keys`); other keys (``owner``, ``team``, ...) are the
+user's own and pass. This module is pure: no Dagster contexts, no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from difflib import get_close_matches
 from datetime import datetime, timezone
 from typing import Any
 
@@ -61,6 +68,109 @@ FILTERS_KEY = "filters"
 VERSION_KEY = "version"
 AS_OF_KEY = "as_of"
 ALLOW_MISSING_PARTITIONS_KEY = "allow_missing_partitions"
+
+
+#: Output metadata keys read by the IO manager: the write options, ``partition_expr`` (single-run backfills)
+#: and the Spark handler's ``spark_repartition``.
+OUTPUT_KEYS: tuple[str, ...] = (
+    WRITE_MODE_KEY,
+    KEY_COLUMNS_KEY,
+    MERGE_STRATEGY_KEY,
+    PARTITION_BY_KEY,
+    ALLOW_NEW_COLUMNS_KEY,
+    "partition_expr",
+    "spark_repartition",
+)
+#: Input metadata keys read by the IO manager: the read options and the Spark handler's ``spark_config``.
+INPUT_KEYS: tuple[str, ...] = (
+    COLUMNS_KEY,
+    FILTERS_KEY,
+    VERSION_KEY,
+    AS_OF_KEY,
+    ALLOW_MISSING_PARTITIONS_KEY,
+    "spark_config",
+)
+
+_STORE_CONFIG = "where the data lives is IO manager configuration: RemoteStoreIOManager(base_dir=...) or store=..."
+_IO_CONFIG = "this is IO manager configuration, not asset metadata: RemoteStoreIOManager({key}=...)"
+
+#: Output metadata keys of dagster-deltalake, dagster-polars and deltalake's ``write_deltalake``, with what to
+#: write here instead. Each is refused: the IO manager would otherwise ignore it.
+PEER_OUTPUT_KEYS: dict[str, str] = {
+    "mode": "use write_mode ('overwrite', 'append' or 'merge')",
+    "schema_mode": "use allow_new_columns=True (what schema_mode='merge' does; an overwrite replaces the schema)",
+    "overwrite_schema": "drop it: an overwrite replaces the schema; allow_new_columns=True lets an append add columns",
+    "merge_predicate": "use key_columns (the columns that identify a row) with write_mode='merge'",
+    "predicate": "use key_columns with write_mode='merge' (a merge is by key columns, not by a predicate)",
+    "merge_config": "use key_columns and merge_strategy ('upsert', 'insert' or 'update') with write_mode='merge'",
+    "merge_type": "use merge_strategy ('upsert', 'insert' or 'update') with write_mode='merge'",
+    "delta_merge_options": "use key_columns and merge_strategy with write_mode='merge'",
+    "delta_write_options": "use write_mode and partition_by, each its own metadata key",
+    "partition_cols": "use partition_by",
+    "partition_columns": "use partition_by",
+    "root_uri": _STORE_CONFIG,
+    "base_dir": _STORE_CONFIG,
+    "storage_options": _STORE_CONFIG,
+    "compression": _IO_CONFIG,
+    "row_group_size": _IO_CONFIG,
+    "max_rows_per_file": _IO_CONFIG,
+    "retain_versions": _IO_CONFIG,
+    "writer_properties": "use compression and row_group_size on the IO manager: RemoteStoreIOManager(compression=...)",
+}
+#: Input metadata keys of dagster-deltalake, dagster-polars, deltalake and pyarrow, with what to write here.
+PEER_INPUT_KEYS: dict[str, str] = {
+    "filter": "use filters (a list of (column, op, value) tuples)",
+    "partition_filters": "use filters (a list of (column, op, value) tuples; files are pruned by them)",
+    "predicate": "use filters (a list of (column, op, value) tuples)",
+    "where": "use filters (a list of (column, op, value) tuples)",
+    "root_uri": _STORE_CONFIG,
+    "base_dir": _STORE_CONFIG,
+    "storage_options": _STORE_CONFIG,
+}
+
+
+def check_option_keys(metadata: Mapping[str, Any] | None, *, output: bool, what: str) -> None:
+    """Refuse a metadata key that is meant as an option but would be ignored.
+
+    Three kinds are refused: another IO manager's name for one of our options
+    (:data:`PEER_OUTPUT_KEYS` / :data:`PEER_INPUT_KEYS`), one of our option names
+    misspelt (``difflib`` similarity of at least 0.8, case ignored), and an
+    option of the other side (``filters`` on an output, ``write_mode`` on an
+    input). Keys with a ``/`` or ``.`` (``dagster/column_schema``) and every
+    other key (``owner``, ``team``, ...) are the user's own and pass.
+
+    Args:
+        metadata: the output's or input's definition metadata.
+        output: whether ``metadata`` is an output's (else an input's).
+        what: how the message names the output or input.
+
+    Raises:
+        ValueError: such a key; the message names the option meant.
+    """
+    ours, theirs, peers = (
+        (OUTPUT_KEYS, INPUT_KEYS, PEER_OUTPUT_KEYS) if output else (INPUT_KEYS, OUTPUT_KEYS, PEER_INPUT_KEYS)
+    )
+    side, other = ("output", "input") if output else ("input", "output")
+    where = "AssetIn(metadata=...) / In(metadata=...)" if output else "@asset(metadata=...) / AssetOut / Out"
+    for key in metadata or {}:
+        if not isinstance(key, str) or key in ours or "/" in key or "." in key:
+            continue
+        folded = key.lower()
+        if folded in peers:
+            meant = peers[folded].replace("{key}", folded)
+            problem = f"is another IO manager's name: {meant}"
+        elif key in theirs and key not in (COLUMNS_KEY, VERSION_KEY, PARTITION_BY_KEY):
+            problem = f"is an {other} option, which does nothing on an {side}; put it in the {other}'s {where}"
+        else:
+            close = get_close_matches(folded, ours, n=1, cutoff=0.8)
+            if not close:
+                continue
+            problem = f"is not an option: did you mean {close[0]!r}"
+        raise ValueError(
+            f"{what}: {side} metadata key {key!r} {problem}. The IO manager reads only "
+            f"{', '.join(map(repr, ours))} from {side} metadata (other keys are yours and pass); "
+            "nothing was written or read."
+        )
 
 
 def _raw(value: Any) -> Any:
@@ -167,18 +277,20 @@ class WriteOptions:
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> WriteOptions:
-        """Parse and check the write options in ``metadata``; other keys are ignored.
+        """Parse and check the write options in ``metadata``; the user's own keys are ignored.
 
         Args:
             metadata: the output's definition metadata.
             what: how error messages name the output, e.g. ``"asset sales/events"``.
 
         Raises:
-            ValueError: an unknown ``write_mode`` or ``merge_strategy`` (the message lists the
+            ValueError: a key :func:`check_option_keys` refuses (a misspelt option, another IO manager's
+                name for one); an unknown ``write_mode`` or ``merge_strategy`` (the message lists the
                 allowed ones), ``"merge"`` without ``key_columns``, an option given with a
                 write mode it does not apply to, an empty or repeating column list.
             TypeError: a value of the wrong type (e.g. ``key_columns="id"`` instead of ``["id"]``).
         """
+        check_option_keys(metadata, output=True, what=what)
         md = {k: _raw(v) for k, v in (metadata or {}).items()}
         mode = md.get(WRITE_MODE_KEY, WRITE_MODES[0])
         if not isinstance(mode, str) or mode not in WRITE_MODES:
@@ -257,7 +369,7 @@ class ReadOptions:
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> ReadOptions:
-        """Parse and check the read options in ``metadata``; other keys are ignored.
+        """Parse and check the read options in ``metadata``; the user's own keys are ignored.
 
         The shape of ``filters`` is checked here; its columns, operators and
         literals are checked against the dataset's schema when it is read.
@@ -270,9 +382,11 @@ class ReadOptions:
             TypeError: ``columns`` is not a list of strings, ``filters`` is not a list,
                 ``version`` is not an int, ``allow_missing_partitions`` is not a bool, ``as_of``
                 is neither a timestamp nor a string.
-            ValueError: ``version`` is not positive; ``as_of`` is not ISO-8601, has no time zone,
-                or is given with ``version``.
+            ValueError: a key :func:`check_option_keys` refuses (``filter``, ``partition_filters``, a
+                misspelt option); ``version`` is not positive; ``as_of`` is not ISO-8601, has no time
+                zone, or is given with ``version``.
         """
+        check_option_keys(metadata, output=False, what=what)
         md = {k: _raw(v) for k, v in (metadata or {}).items()}
         columns = md.get(COLUMNS_KEY)
         if columns is not None:

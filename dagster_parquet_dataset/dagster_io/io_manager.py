@@ -38,7 +38,7 @@ from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry, default_registry
 from ._special_outputs import recorded_metadata, write_backfill, write_none
 from ._write_modes import write_output
-from .options import WriteOptions
+from .options import AS_OF_KEY, ReadOptions, WriteOptions, run_as_of
 from .resources import StoreResource, store_resource_for
 
 __all__ = ["NoDataStored", "ProcessLocalStoreError", "RemoteStoreIOManager", "UnsupportedTypeError"]
@@ -232,14 +232,19 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """Check the configuration before any step runs (no I/O).
 
-        A store made from ``base_dir`` is set up here as Dagster sets up a nested
+        The run tag ``dagster_parquet_dataset/as_of`` and every input's ``as_of``
+        metadata in the run's job are checked here, so a value without a time
+        zone fails the run before any step computes. A store made from ``base_dir`` is set up here as Dagster sets up a nested
         ``store`` resource (``S3StoreResource`` checks access and conditional writes).
 
         Raises:
             ValueError / TypeError: a bad ``prefix``, ``compression``, ``row_group_size``,
                 ``max_rows_per_file``, ``retain_versions`` or ``base_dir``; the message names it.
+            ValueError: the run tag ``dagster_parquet_dataset/as_of``, or an input's ``as_of``
+                metadata, is not ISO-8601 with a time zone.
             StoreAccessError / CapabilityNotSupported: as ``S3StoreResource.setup_for_execution``.
         """
+        _check_run_as_of(context)
         if self.store is None:
             self.store_resource.setup_for_execution(context)
         self._dataset_store()
@@ -549,3 +554,26 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             if key not in seen:
                 seen.append(key)
         return seen
+
+
+def _check_run_as_of(context: InitResourceContext) -> None:
+    """Check the run tag ``dagster_parquet_dataset/as_of`` and the ``as_of`` metadata of every input of the
+    run's job (from the job snapshot the run records), before any step runs.
+
+    Raises:
+        ValueError: a value that is not ISO-8601 with a time zone (the message names the tag, or the op and input).
+    """
+    run = context.dagster_run
+    if run is None:
+        return  # a resource built outside a run
+    run_as_of(run.tags)
+    instance = context.instance
+    if instance is None or run.job_snapshot_id is None:
+        return
+    snapshot = instance.get_job_snapshot(run.job_snapshot_id)
+    for op in snapshot.node_defs_snapshot.op_def_snaps:
+        for input_def in op.input_def_snaps:
+            if AS_OF_KEY in input_def.metadata:
+                ReadOptions.from_metadata(
+                    {AS_OF_KEY: input_def.metadata[AS_OF_KEY]}, f"op {op.name!r} input {input_def.name!r}"
+                )

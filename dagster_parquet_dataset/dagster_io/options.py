@@ -27,7 +27,9 @@ Input side (``AssetIn(metadata=...)``, ``In(metadata=...)``):
 ``as_of``
     Load the version of the upstream dataset that was live at this instant (the newest committed at or
     before it): ``MetadataValue.timestamp(...)``, a float POSIX timestamp, or an ISO-8601 string with a
-    time zone (``"2026-03-01T12:00:00+00:00"``). Not with ``version``.
+    time zone (``"2026-03-01T12:00:00+00:00"``). Not with ``version``. The run tag
+    ``dagster_parquet_dataset/as_of`` (:data:`AS_OF_TAG`) sets it for every input of the run
+    that sets neither ``version`` nor ``as_of``.
 ``allow_missing_partitions``
     Skip upstream partitions that were never written instead of failing.
 
@@ -45,9 +47,9 @@ user's own and pass. This module is pure: no Dagster contexts, no I/O.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from difflib import get_close_matches
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from difflib import get_close_matches
 from typing import Any
 
 from dagster import MetadataValue
@@ -68,6 +70,10 @@ FILTERS_KEY = "filters"
 VERSION_KEY = "version"
 AS_OF_KEY = "as_of"
 ALLOW_MISSING_PARTITIONS_KEY = "allow_missing_partitions"
+
+#: Run tag: load every input of the run that sets neither ``version`` nor ``as_of`` as of this instant
+#: (ISO-8601 with a time zone).
+AS_OF_TAG = "dagster_parquet_dataset/as_of"
 
 
 #: Output metadata keys read by the IO manager: the write options, ``partition_expr`` (single-run backfills)
@@ -127,6 +133,16 @@ PEER_INPUT_KEYS: dict[str, str] = {
     "base_dir": _STORE_CONFIG,
     "storage_options": _STORE_CONFIG,
 }
+
+
+def run_as_of(tags: Mapping[str, str] | None) -> datetime | None:
+    """The instant the run tag :data:`AS_OF_TAG` names, as an aware UTC ``datetime`` (``None`` without it).
+
+    Raises:
+        ValueError: the tag is not ISO-8601 or has no time zone.
+    """
+    value = (tags or {}).get(AS_OF_TAG)
+    return None if value is None else _instant(value, "this run", f"tag {AS_OF_TAG!r}")
 
 
 def check_option_keys(metadata: Mapping[str, Any] | None, *, output: bool, what: str) -> None:
@@ -205,8 +221,8 @@ def _column_list(value: Any, key: str, what: str, *, allow_empty: bool) -> tuple
     return names
 
 
-def _instant(value: Any, what: str) -> datetime | None:
-    """Metadata ``as_of`` as an aware UTC ``datetime`` (``None`` when absent).
+def _instant(value: Any, what: str, source: str = f"metadata {AS_OF_KEY!r}") -> datetime | None:
+    """Metadata ``as_of`` (or what ``source`` names) as an aware UTC ``datetime`` (``None`` when absent).
 
     ``MetadataValue.timestamp`` holds a float POSIX timestamp; a string is ISO-8601 and must carry its zone.
 
@@ -217,23 +233,23 @@ def _instant(value: Any, what: str) -> datetime | None:
     if value is None:
         return None
     hint = "use MetadataValue.timestamp(...), a POSIX timestamp or an ISO-8601 string with a time zone"
+    if not source.startswith("metadata"):
+        hint = "use an ISO-8601 timestamp with a time zone, e.g. '2026-03-01T12:00:00+00:00'"
     if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime)):
-        raise TypeError(f"{what}: metadata {AS_OF_KEY!r} must name an instant ({hint}), got {value!r}")
+        raise TypeError(f"{what}: {source} must name an instant ({hint}), got {value!r}")
     if isinstance(value, (int, float)):
         try:
             return datetime.fromtimestamp(value, tz=timezone.utc)
         except (ValueError, OverflowError, OSError):
-            raise ValueError(f"{what}: metadata {AS_OF_KEY!r} is not a usable timestamp: {value!r}") from None
+            raise ValueError(f"{what}: {source} is not a usable timestamp: {value!r}") from None
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
-            raise ValueError(
-                f"{what}: metadata {AS_OF_KEY!r} is not an ISO-8601 timestamp ({hint}): {value!r}"
-            ) from None
+            raise ValueError(f"{what}: {source} is not an ISO-8601 timestamp ({hint}): {value!r}") from None
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(
-            f"{what}: metadata {AS_OF_KEY!r} {value.isoformat()} has no time zone, so it names no instant; "
+            f"{what}: {source} {value.isoformat()} has no time zone, so it names no instant; "
             "add one, e.g. '+00:00' for UTC"
         )
     return value.astimezone(timezone.utc)
@@ -359,6 +375,7 @@ class ReadOptions:
         version: the dataset version to load, or ``None`` for the latest.
         as_of: load the version live at this instant (an aware ``datetime``), or ``None``.
         allow_missing_partitions: skip upstream partitions that were never written.
+        as_of_from_run: :attr:`as_of` comes from the run tag :data:`AS_OF_TAG`, not the input's metadata.
     """
 
     columns: list[str] | None = None
@@ -366,6 +383,18 @@ class ReadOptions:
     version: int | None = None
     allow_missing_partitions: bool = False
     as_of: datetime | None = None
+    as_of_from_run: bool = False
+
+    @property
+    def as_of_source(self) -> str:
+        """What set :attr:`as_of`, for messages: ``"metadata 'as_of'"`` or the run tag."""
+        return f"run tag {AS_OF_TAG!r}" if self.as_of_from_run else f"metadata {AS_OF_KEY!r}"
+
+    def with_run_as_of(self, instant: datetime | None) -> ReadOptions:
+        """These options, loading as of the run tag's ``instant`` when they set neither ``version`` nor ``as_of``."""
+        if instant is None or self.version is not None or self.as_of is not None:
+            return self
+        return replace(self, as_of=instant, as_of_from_run=True)
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> ReadOptions:

@@ -98,9 +98,18 @@ class PandasDataFrameHandler(ArrowConvertingHandler):
         return bool(index_columns) and all(isinstance(c, str) for c in index_columns or ())
 
     def combine(self, objs: Sequence[Any]) -> Any:
+        """The partitions' frames one after the other. Frames that each have an unnamed ``RangeIndex`` (the
+        default index, stored as metadata only) get one fresh ``RangeIndex`` over all rows, as
+        dagster-deltalake gives; any other index (``order_id``, a multi-level one) is kept as written.
+
+        Raises:
+            ValueError: the frames cannot be concatenated.
+        """
         import pandas as pd
 
+        frames = list(objs)
+        fresh = all(isinstance(f.index, pd.RangeIndex) and f.index.name is None for f in frames)
         try:
-            return pd.concat(list(objs))
+            return pd.concat(frames, ignore_index=fresh)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"the partitions cannot be concatenated: {exc}") from None

@@ -343,7 +343,8 @@ class _Load:
         if not self.targets:
             if self.as_dict:
                 return {}
-            return None if self.optional else empty(self)
+            # Unannotated: None, as Dagster's UPath IO managers give; a typed input gets an empty value.
+            return None if self.optional or self.element_type is None else empty(self)
         if self.options.version is not None and len(self.targets) > 1:
             raise ValueError(
                 f"{_ctx.label(context)}: metadata 'version' ({self.options.version}) names one version of one "

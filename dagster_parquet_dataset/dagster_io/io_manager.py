@@ -497,8 +497,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         unannotated); for several partitions, their concatenation in partition
         order, or a ``dict`` keyed by partition key when annotated ``dict[str, T]``.
         When the partition mapping yields no partition at all: ``{}`` for a
-        ``dict`` annotation, ``None`` for an ``Optional`` one, otherwise an empty
-        value with the upstream's schema when another of its partitions records
+        ``dict`` annotation, ``None`` for an ``Optional`` one or an unannotated
+        input, otherwise an empty value of the annotated type with the upstream's schema when another of its partitions records
         one (an empty value with no columns if none does; ``None`` for a type
         that is not built from Arrow in this process, such as Spark). An
         ``Optional`` input gets ``None`` when the upstream stored nothing, or

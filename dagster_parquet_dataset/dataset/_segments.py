@@ -31,9 +31,9 @@ import pyarrow.parquet as pq
 
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import Store
+from ._layout import SEGMENTS_DIR
 from ._segment_prune import pruning_columns
 
-SEGMENTS_DIR = "_segments"
 #: Trailing segments are merged while the one before the last holds at most this many times the last's rows.
 _MERGE_RATIO = 2
 MIN_DEAD = 64

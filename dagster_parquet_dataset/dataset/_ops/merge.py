@@ -28,6 +28,7 @@ from .._schema import conform_table
 from .._transaction import Build, PendingWrite, Transaction, new_manifest, read_current
 from .._write import PartJob, encode_parts, table_hash
 from ..manifest import DatasetManifest, FileEntry
+from .append import complete_recognised
 from .entries import check_external_entries
 from .history import read_manifest
 from .merge_plan import (
@@ -198,6 +199,7 @@ def _merge_into(
         idempotency=idempotency,
     )
     if txn.recognised:  # an earlier attempt committed this merge: nothing changed now
+        complete_recognised(options, key)
         return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version)
     return _result(committed, new_entries, rewritten, len(insert_rows), updated)
 

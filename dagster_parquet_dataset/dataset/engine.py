@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ._filters import DNF, Predicate, discrete_bounds
 from ._keys import check_folder_fits
-from ._layout import is_spec_name, part_name, single_name
+from ._layout import is_reserved_segment, is_spec_name, part_name, single_name
 from ._locate import OUTSIDE, Dimension, RowLocator
 from ._merge import check_key_columns
 from ._part_check import PartCheck, PartsVanished
@@ -43,6 +43,7 @@ __all__ = [
     "encode_part",
     "encode_partition_values",
     "file_column_stats",
+    "is_reserved_segment",
     "is_spec_name",
     "part_name",
     "partition_folder",

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 import tomllib
 
-from dagster_parquet_dataset import ParquetDatasetStore
+from dagster_parquet_dataset import LocalStore, ParquetDatasetStore
 
 from ._cli import REPO, Target, one_line_error, run
 
@@ -135,6 +135,38 @@ def test_ls_lists_every_dataset_when_one_misses_a_segment(target: Target) -> Non
     assert human.returncode == 1
     assert "5 datasets under " in human.stdout
     assert any(line.startswith("wide/lost ") and "corrupt manifest" in line for line in human.stdout.splitlines())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("compact", "/etc"),
+        ("vacuum", "/sales/orders"),
+        ("verify", "events", "/events"),
+        ("show", "/events"),
+        ("history", "/events"),
+        ("head", "/events"),
+        ("plan", "/events"),
+        ("ls", "/sales"),
+        ("compact", ""),
+        ("show", ""),
+        ("verify", "/"),
+    ],
+)
+def test_an_absolute_or_empty_key_is_a_usage_error(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    """Issue 26, #11: ``compact /etc`` is not silently ``compact etc``, and an empty key is a usage error
+    (exit 2), not "does not exist"; nothing is read or changed."""
+    root = tmp_path / "store"
+    ds = ParquetDatasetStore(LocalStore(str(root)))
+    ds.write_dataset(_orders(10), "events")
+    ds.write_dataset(_orders(10), "etc")
+    before = sorted(f.path for f in ds.store.list_files(""))
+    result = run("--store", str(root), *argv)
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    line = one_line_error(result)
+    assert "absolute path" in line or "empty key" in line, line
+    assert sorted(f.path for f in ds.store.list_files("")) == before
+    assert ds.read_manifest("etc").version == 1
 
 
 # --------------------------------------------------------------------------- show

@@ -268,3 +268,39 @@ def test_a_delete_interrupted_after_its_first_step_leaves_the_dataset_absent(sto
     assert ds.list_datasets() == []
     ds.write_dataset(NEW, "t")  # a create replaces the dead delete's tombstone
     assert ds.read_dataset("t").column("v").to_pylist() == ["x", "y"]
+
+
+class _PublishBeforeTheLastCheck(WrappingStore):
+    """A writer publishes a part into the folder after the delete removed the files it listed, right
+    before the delete's last listing (issue 26, #11: what the user sees, as docs/guarantees.md says)."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.deleted_part = self.fired = False
+
+    def _before(self, op: str, path: str) -> None:
+        super()._before(op, path)
+        if op == "delete" and path.endswith(".parquet"):
+            self.deleted_part = True
+        if op == "list_files" and path == "t" and self.deleted_part and not self.fired:
+            self.fired = True
+            with self.inner.open_output("t/part-late.parquet") as sink:
+                pq.write_table(NEW, sink)
+
+
+def test_a_part_published_during_the_delete_reads_incomplete_until_written_or_deleted(store: Store) -> None:
+    ds = ParquetDatasetStore(store)
+    ds.write_dataset(OLD, "t")
+    wrapped = _PublishBeforeTheLastCheck(store)
+    ParquetDatasetStore(wrapped).delete_dataset("t")
+    assert wrapped.fired
+    assert [f.path for f in store.list_files("t")] == ["t/part-late.parquet"]  # only the writer's part
+    with pytest.raises(DatasetIncomplete, match="has files but no _SUCCESS"):
+        ds.read_dataset("t")
+    assert not ds.dataset_exists("t")
+    assert ds.list_datasets() == []
+    ds.write_dataset(NEW, "t")  # a new write of the key succeeds; the stray part is in no manifest
+    assert ds.read_dataset("t").column("v").to_pylist() == ["x", "y"]
+    ds.delete_dataset("t")  # and a delete removes everything
+    assert list(store.list_files("t")) == []
+    _absent(store, "t")

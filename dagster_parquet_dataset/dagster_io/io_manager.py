@@ -58,7 +58,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             resources={"io_manager": RemoteStoreIOManager(store=LocalStoreResource(root="data"))},
         )
 
-    Dataset keys follow DESIGN.md "Dagster mapping": asset ``["a", "b"]`` ->
+    Dataset keys follow the published mapping (docs/dagster.md, "Keys"): asset ``["a", "b"]`` ->
     ``a/b``; partition ``p`` -> ``a/b/p``; a multi-dimension partition ->
     ``a/b/<v1>/<v2>`` (values ordered by sorted dimension name); an op output
     -> ``<run_id>/<step_key>/<output_name>``; ``prefix`` goes in front. Every

@@ -355,9 +355,10 @@ class _Load:
                 f"loads {len(self.targets)} partitions as one value; annotate it dict[str, ...] (one value per "
                 "partition) or load a single partition"
             )
-        if not self.as_dict and len(self.targets) > 1:
-            # Every partition's committed manifest, fetched once and in parallel: the probes, the
-            # handler choice and the read all start from these (no second fetch, no _SUCCESS check).
+        if self.options.as_of is None and self.options.version is None:
+            # Every dataset's committed manifest, fetched once (in parallel for several): the owner
+            # checks, the probes, the handler choice and the read all start from these (no second
+            # fetch, no _SUCCESS check for a manifest that proves its commit).
             keys = [k for _pk, k in self.targets]
             self.datasets = pin_manifests(self.datasets, read_committed_manifests(self.datasets, keys))
         self.handler = self.pick_handler([k for _pk, k in self.targets])

@@ -15,8 +15,7 @@ from typing import Any
 import pyarrow as pa
 from dagster import MetadataValue, OutputContext
 
-from ..dataset import DatasetManifest, ParquetDatasetStore
-from ..errors import ManifestCorrupted, NotFound
+from ..dataset import DatasetManifest, LiveVersion, ParquetDatasetStore, read_live, write_from_live
 from . import _backfill as _bf
 from . import _context as _ctx
 from . import _ownership as _own
@@ -28,14 +27,6 @@ from ._registry import HandlerRegistry
 from ._wording import version_metadata
 from ._write_modes import Written, write_output
 from .options import WriteOptions
-
-
-def recorded_metadata(datasets: ParquetDatasetStore, key: str) -> dict[str, str] | None:
-    """The manifest ``metadata`` of ``key`` (``None`` if absent or unreadable: the write reports that)."""
-    try:
-        return datasets.read_manifest(key).metadata
-    except (NotFound, ManifestCorrupted):
-        return None
 
 
 def write_none(context: OutputContext, datasets: ParquetDatasetStore, key: str, options: WriteOptions) -> None:
@@ -66,13 +57,11 @@ def write_none(context: OutputContext, datasets: ParquetDatasetStore, key: str, 
         context.add_output_metadata(out)
         return
     out["no_data"] = MetadataValue.bool(True)
-    try:
-        recorded: dict[str, str] | None = datasets.read_manifest(key).metadata
-        stored = True
-    except ManifestCorrupted:
-        recorded, stored = None, True  # replaced like any damaged dataset an overwrite replaces
-    except NotFound:  # nothing stored, or no manifest yet (an incomplete write serves no rows)
-        recorded, stored = None, False
+    live = read_live(datasets, key)  # the step's one read of the manifest
+    recorded = live.manifest.metadata if live.manifest is not None else None
+    # Nothing stored, a delete's tombstone or no manifest yet (an incomplete write serves no rows) is not
+    # stored; a corrupt manifest is, and is replaced like any damaged dataset an overwrite replaces.
+    stored = live.manifest is not None or live.corrupt
     if not stored:
         out["note"] = MetadataValue.text(
             "the output was None, so no dataset was written; inputs annotated Optional load None"
@@ -82,7 +71,7 @@ def write_none(context: OutputContext, datasets: ParquetDatasetStore, key: str, 
     metadata = {**manifest_metadata(context, "NoneType"), NO_DATA_KEY: "true"}
     _own.check_owner(recorded, _own.owner(metadata), key=key, writing=True)
     with _own.collisions(key):
-        manifest = datasets.write_dataset(
+        manifest = write_from_live(datasets, live).write_dataset(
             pa.table({}),
             key,
             overwrite=True,
@@ -135,10 +124,13 @@ def write_backfill(
     handler = handler_for(obj, what)
     path = list(context.asset_key.path)
     targets = []
+    lives: dict[str, LiveVersion] = {}
     for pk in partition_keys:
         key = key_for(path, partitions_def, pk)
         metadata = manifest_metadata(context, handler.type_name, pk)
-        _own.check_owner(recorded_metadata(datasets, key), _own.owner(metadata), key=key, writing=True)
+        live = lives[key] = read_live(datasets, key)  # each partition's one read of its manifest
+        recorded = live.manifest.metadata if live.manifest is not None else None
+        _own.check_owner(recorded, _own.owner(metadata), key=key, writing=True)
         targets.append(_bf.PartitionTarget(pk, key, metadata))
     arrow = registry.for_type(pa.Table)
     assert arrow is not None
@@ -161,6 +153,7 @@ def write_backfill(
             run_id=run_id,
             metadata=t.metadata,
             presentation=shown[t.dataset_key],
+            live=lives[t.dataset_key],
         ),
     )
     results = handler.write_partitions(context, datasets, obj, backfill)

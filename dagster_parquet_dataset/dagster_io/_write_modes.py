@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 from dagster import MetadataValue, OutputContext
 
-from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore
+from ..dataset import DatasetManifest, LiveVersion, MergeResult, ParquetDatasetStore, read_live, write_from_live
 from ..errors import VersionNotRetained
 from . import _ownership as _own
 from . import _retries
@@ -89,6 +89,7 @@ def write_output(
     run_id: str | None,
     metadata: dict[str, str],
     presentation: Presentation | None = None,
+    live: LiveVersion | None = None,
 ) -> Written:
     """Route one output to the dataset layer by its write mode.
 
@@ -101,7 +102,11 @@ def write_output(
 
     The Arrow route passes the owner ``metadata`` records as ``expect_owner``,
     so the commit itself refuses a dataset another asset or partition wrote
-    meanwhile (see :mod:`._ownership`).
+    meanwhile (see :mod:`._ownership`). ``live`` is the live version the step
+    read at its start (``read_live``; read here when not given): the
+    exactly-once window is looked up in it and the write begins from it, so
+    the step reads the manifest once (the commit's compare-and-swap refuses
+    it if another writer committed meanwhile, and the write rebuilds on that).
 
     Raises:
         TypeError: the handler cannot convert the output to Arrow, or a column's type cannot be
@@ -135,7 +140,10 @@ def write_output(
             if options.write_mode != "overwrite"
             else None
         )
-        before = _retries.live_entry(datasets, key, idem)
+        if live is None:
+            live = read_live(datasets, key)
+        before = _retries.window_entry(live.manifest, idem)
+        datasets = write_from_live(datasets, live)  # the write begins from the live version read
         if options.write_mode == "overwrite":
             manifest = datasets.write_dataset(
                 data,
@@ -166,7 +174,7 @@ def write_output(
 
 def _merged(datasets: ParquetDatasetStore, key: str, options: WriteOptions, result: MergeResult) -> Written:
     """What a merge wrote: inserted plus updated rows, the bytes of its new files, and the merge's counts."""
-    manifest = _manifest_after(datasets, key, result.version)
+    manifest = result.manifest if result.manifest is not None else _manifest_after(datasets, key, result.version)
     sizes = {e.path: e.size_bytes or 0 for e in manifest.file_entries()}
     extra: dict[str, Any] = {
         "merge_strategy": MetadataValue.text(options.merge_strategy),

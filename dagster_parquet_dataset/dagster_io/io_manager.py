@@ -24,7 +24,7 @@ from dagster import (
 from dagster._core.errors import DagsterInvariantViolationError
 from pydantic import Field, PrivateAttr
 
-from ..dataset import ParquetDatasetStore
+from ..dataset import ParquetDatasetStore, read_live
 from ..errors import RemoteStoreError
 from . import _backfill as _bf
 from . import _context as _ctx
@@ -36,7 +36,7 @@ from ._handler_base import TypeHandler
 from ._load import NoDataStored, UnsupportedTypeError, load_input, type_label
 from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry, default_registry
-from ._special_outputs import recorded_metadata, write_backfill, write_none
+from ._special_outputs import write_backfill, write_none
 from ._write_modes import write_output
 from .options import WriteOptions
 from .resources import StoreResource
@@ -373,7 +373,9 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             _present.declared_descriptions(context.definition_metadata), self.preview_rows
         )
         metadata = manifest_metadata(context, handler.type_name)
-        _own.check_owner(recorded_metadata(datasets, key), _own.owner(metadata), key=key, writing=True)
+        live = read_live(datasets, key)  # the step's one read of the manifest: owner, retries and the write use it
+        recorded = live.manifest.metadata if live.manifest is not None else None
+        _own.check_owner(recorded, _own.owner(metadata), key=key, writing=True)
         written = write_output(
             context,
             datasets,
@@ -384,6 +386,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             run_id=_ctx.run_id_of(context),
             metadata=metadata,
             presentation=presentation,
+            live=live,
         )
         uri, name, preview = datasets.store.uri(key), handler.type_name, presentation.preview
         md = output_metadata(

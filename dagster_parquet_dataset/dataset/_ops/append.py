@@ -16,6 +16,7 @@ from ...errors import CommitConflict
 from ...storage.base import Capability, validate_key
 from .._data_version import entries_hash
 from .._keys import check_key_fits, check_write_fits
+from .._live import LiveVersion, begin_point
 from .._options import DatasetOptions, check_metadata, check_run_id
 from .._partition import check_partition_by
 from .._schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
@@ -115,6 +116,7 @@ def _begin(
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
     expect_owner: Mapping[str, str | None] | None,
+    current: tuple[DatasetManifest | None, str | None] | None = None,
 ) -> tuple[Transaction, tuple[str, ...], pa.Schema | None]:
     """The append's transaction, partitioning and target schema (``None`` for a new dataset)."""
     check_key_fits(options.store, key)
@@ -122,7 +124,9 @@ def _begin(
     check_run_id(run_id)
     options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, action="append to datasets")
     metadata = check_metadata(metadata)
-    txn = Transaction.begin(options, key, overwrite=False, run_id=run_id, metadata=metadata, expect_owner=expect_owner)
+    txn = Transaction.begin(
+        options, key, overwrite=False, run_id=run_id, metadata=metadata, current=current, expect_owner=expect_owner
+    )
     current = txn.current
     if current is None and txn.exists:
         read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
@@ -147,12 +151,14 @@ def append_dataset(
     allow_new_columns: bool,
     expect_owner: Mapping[str, str | None] | None = None,
     idempotency_key: str | None = None,
+    *,
+    live: LiveVersion | None = None,
 ) -> DatasetManifest:
-    """See :meth:`ParquetDatasetStore.append_dataset`."""
+    """See :meth:`ParquetDatasetStore.append_dataset` (``live``: the live version already read, see :mod:`.._live`)."""
     key = validate_key(key, what="dataset key")
     check_input(table, "append_dataset")
     args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
-    txn, partition, target = _begin(options, key, table.schema, *args)
+    txn, partition, target = _begin(options, key, table.schema, *args, current=begin_point(live, key))
     if target is not None:
         table = conform_data(table, target, key=key)
     check_write_fits(options.store, key, table, partition)

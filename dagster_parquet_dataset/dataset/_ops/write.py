@@ -12,6 +12,7 @@ from ...errors import AlreadyExists
 from ...storage.base import Capability, validate_key
 from .._keys import check_folder_fits, check_key_fits, check_write_fits
 from .._layout import SUCCESS_NAME
+from .._live import LiveVersion, begin_point
 from .._options import DatasetOptions, check_metadata, check_run_id
 from .._partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
 from .._schema import check_column_names, recorded_schema
@@ -40,8 +41,10 @@ def write_dataset(
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
     expect_owner: Mapping[str, str | None] | None = None,
+    *,
+    live: LiveVersion | None = None,
 ) -> DatasetManifest:
-    """See :meth:`ParquetDatasetStore.write_dataset`."""
+    """See :meth:`ParquetDatasetStore.write_dataset` (``live``: the live version already read, see :mod:`.._live`)."""
     key = validate_key(key, what="dataset key")
     check_input(table, "write_dataset")
     check_column_names(table.schema, key=key)
@@ -49,7 +52,10 @@ def write_dataset(
     check_key_fits(options.store, key)
     check_write_fits(options.store, key, table, partition)
     schema = recorded_schema(table.schema, partition, key=key)
-    txn = _begin(options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner)
+    at = begin_point(live, key)
+    txn = _begin(
+        options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner, current=at
+    )
     with txn.writing():
         entries = write_parts(options, txn, table, partition)
     operation = "overwrite" if txn.exists else "write"
@@ -90,6 +96,7 @@ def _begin(
     run_id: str | None,
     metadata: dict[str, str] | None,
     expect_owner: Mapping[str, str | None] | None,
+    current: tuple[DatasetManifest | None, str | None] | None = None,
 ) -> Transaction:
     check_run_id(run_id)
     metadata = check_metadata(metadata)
@@ -105,6 +112,7 @@ def _begin(
         metadata=metadata,
         claim=True,
         exclusive=not overwrite,
+        current=current,
         expect_owner=expect_owner,
     )
     if txn.exists and not overwrite:

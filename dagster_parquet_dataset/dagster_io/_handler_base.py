@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore
-from ..errors import DatasetIncomplete
+from ..errors import DatasetIncomplete, PartitionsNotCombinable
 
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
@@ -119,7 +119,8 @@ class TypeHandler(abc.ABC):
         """Concatenate several partitions (in order) into one object of this type.
 
         Raises:
-            ValueError: the partitions' schemas cannot be concatenated.
+            PartitionsNotCombinable: the partitions' schemas cannot be concatenated (a ``ValueError``;
+                the IO manager re-words it to name the input's asset).
         """
 
     # ------------------------------------------------------------ conversions
@@ -317,7 +318,7 @@ class TypeHandler(abc.ABC):
         Raises:
             DatasetNotFound / DatasetIncomplete: a dataset is absent, incomplete or
                 damaged; the message names its key, and the exception's
-                ``dataset_key`` attribute is that key.
+                ``key`` attribute is that key.
             ValueError / TypeError: a requested column does not exist, malformed
                 filters, or schemas that cannot be combined.
         """
@@ -334,7 +335,7 @@ class TypeHandler(abc.ABC):
             try:
                 return self.read(context, datasets, key, columns=columns, **_filter_kwargs(filters))
             except DatasetIncomplete as exc:  # DatasetNotFound included
-                _with_key(exc, key)
+                exc.about(key)
                 raise
 
         if len(keys) == 1:
@@ -394,12 +395,6 @@ def _filter_kwargs(filters: Any) -> dict[str, Any]:
     return {} if filters is None else {"filters": filters}
 
 
-def _with_key(exc: BaseException, key: str) -> None:
-    """Set ``exc``'s ``dataset_key`` attribute to ``key`` (the dataset it is about), unless already set."""
-    if getattr(exc, "dataset_key", None) is None:
-        exc.dataset_key = key  # type: ignore[attr-defined]
-
-
 def is_subclass(python_type: type, module: str, attr: str) -> bool:
     """Whether ``python_type`` subclasses ``module.attr``, without importing ``module``.
 
@@ -415,12 +410,12 @@ def concat_arrow(tables: Sequence[pa.Table]) -> pa.Table:
     """Concatenate tables, promoting types where pyarrow can.
 
     Raises:
-        ValueError: the schemas cannot be concatenated.
+        PartitionsNotCombinable: the schemas cannot be concatenated (a ``ValueError``).
     """
     try:
         return pa.concat_tables(tables, promote_options="default")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise ValueError(f"the partitions' schemas cannot be concatenated: {exc}") from None
+        raise PartitionsNotCombinable(f"the partitions' schemas cannot be concatenated: {exc}") from None
 
 
 def _scan_table(
@@ -447,16 +442,16 @@ def scan_many(datasets: ParquetDatasetStore, keys: Sequence[str], columns: Seque
     """``datasets.scan_datasets(keys, ...)``, with an absent or incomplete dataset's error naming its key.
 
     Raises:
-        DatasetNotFound / DatasetIncomplete: a dataset cannot be scanned (``dataset_key`` names it).
+        DatasetNotFound / DatasetIncomplete: a dataset cannot be scanned (its ``key`` attribute names it;
+            the dataset layer records it, and with one key it is that one).
         ValueError / TypeError: as ``scan_datasets``.
     """
     keys = list(keys)
     try:
         return datasets.scan_datasets(keys, columns=columns, filters=filters)
     except DatasetIncomplete as exc:
-        named = [k for k in keys if repr(k) in str(exc)]
-        if named:
-            _with_key(exc, max(named, key=len))
+        if len(keys) == 1:
+            exc.about(keys[0])
         raise
 
 

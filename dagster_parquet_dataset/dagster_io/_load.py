@@ -28,6 +28,7 @@ from ..errors import (
     DatasetNotFound,
     ManifestCorrupted,
     NotFound,
+    PartitionsNotCombinable,
     RemoteStoreError,
     VersionNotRetained,
 )
@@ -131,16 +132,9 @@ def _expected_owner(context: InputContext, partition_key: str | None) -> dict[st
     return {k: v for k, v in found.items() if v is not None}
 
 
-def _failed_target(exc: Exception, targets: Sequence[Target]) -> Target | None:
-    """The target a read error is about: its ``dataset_key`` attribute, else the longest key whose ``repr``
-    its message contains; ``None`` when neither tells."""
-    key = getattr(exc, "dataset_key", None)
-    for target in targets:
-        if target[1] == key:
-            return target
-    message = str(exc)
-    named = [t for t in targets if repr(t[1]) in message]
-    return max(named, key=lambda t: len(t[1])) if named else None
+def _failed_target(exc: RemoteStoreError, targets: Sequence[Target]) -> Target | None:
+    """The target a read error is about (its ``key`` attribute); ``None`` when it names none of them."""
+    return next((target for target in targets if target[1] == exc.key), None)
 
 
 class _Load:
@@ -446,10 +440,10 @@ class _Load:
                     present = [t for t in present if t != failed]
                     continue
                 raise self.translated(exc, failed[0], failed[1]) from exc
-            except ValueError as exc:
-                if "concatenat" not in str(exc):  # combine's errors say the partitions cannot be concatenated
-                    raise
-                raise ValueError(f"cannot concatenate the partitions of {self.describe(None)}: {exc}") from exc
+            except PartitionsNotCombinable as exc:  # the handler's combine
+                raise PartitionsNotCombinable(
+                    f"cannot concatenate the partitions of {self.describe(None)}: {exc}"
+                ) from exc
 
 
 def load_input(

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..dataset import ParquetDatasetStore
-from ..errors import ManifestCorrupted, NotFound
+from ..errors import ManifestCorrupted, NotFound, PartitionsNotCombinable
 from ._handler_base import ArrowConvertingHandler, is_subclass
 
 
@@ -74,4 +74,4 @@ class PandasDataFrameHandler(ArrowConvertingHandler):
         try:
             return pd.concat(list(objs))
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"the partitions cannot be concatenated: {exc}") from None
+            raise PartitionsNotCombinable(f"the partitions cannot be concatenated: {exc}") from None

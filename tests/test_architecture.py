@@ -159,3 +159,20 @@ def test_no_fault_injection_in_the_package() -> None:
         if needle.lower() in path.read_text(encoding="utf-8").lower()
     ]
     assert hits == []
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_no_module_imports_another_layers_private_module() -> None:
+    """Across layers only public modules are imported (e.g. the Spark layer never reaches into
+    ``dagster_io._backfill``; the Spark type handler lives in the Dagster layer)."""
+    bad = {
+        (m, dep)
+        for m, deps in GRAPH.items()
+        for dep in deps
+        if _layer(dep) != _layer(m) and any(part.startswith("_") for part in dep.split(".")[1:])
+    }
+    assert sorted(bad) == []

@@ -36,6 +36,7 @@ from . import _context as _ctx
 from . import _ownership as _own
 from ._handler_base import NO_DATA_KEY, OUTPUT_NAME_KEY, PYTHON_TYPE_KEY, STEP_KEY_KEY, TypeHandler
 from ._registry import HandlerRegistry
+from ._target import InputTarget
 from .options import ReadOptions
 
 #: Threads reading partitions at once when an input spans several.
@@ -140,15 +141,13 @@ def _failed_target(exc: RemoteStoreError, targets: Sequence[Target]) -> Target |
 class _Load:
     """One ``load_input`` call: the context, its options and its datasets."""
 
-    def __init__(
-        self, context: InputContext, datasets: ParquetDatasetStore, registry: HandlerRegistry, targets: list[Target]
-    ) -> None:
-        self.context = context
+    def __init__(self, target: InputTarget, datasets: ParquetDatasetStore, registry: HandlerRegistry) -> None:
+        self.context = context = target.context
         self.datasets = datasets
         self.registry = registry
-        self.targets = targets
+        self.targets: list[Target] = list(target.datasets)
         self.as_dict, self.element_type, self.optional = _requested_type(context)
-        self.options = ReadOptions.from_metadata(context.definition_metadata, _ctx.label(context))
+        self.options = target.options
         self.read_kwargs = self.options.read_kwargs()
         self.handler: TypeHandler | None = None
 
@@ -446,14 +445,30 @@ class _Load:
                 ) from exc
 
 
+def input_target(context: InputContext, targets: Sequence[Target]) -> InputTarget:
+    """The :class:`InputTarget` of ``context`` reading ``targets`` (the read options parsed and checked once).
+
+    Raises:
+        ValueError / TypeError: bad ``columns`` / ``filters`` / ``version`` / ``as_of`` /
+            ``allow_missing_partitions`` metadata.
+    """
+    label = _ctx.label(context)
+    return InputTarget(
+        context=context,
+        label=label,
+        asset_key=context.asset_key if context.has_asset_key else None,
+        datasets=tuple(targets),
+        options=ReadOptions.from_metadata(context.definition_metadata, label),
+    )
+
+
 def load_input(
-    context: InputContext,
+    target: InputTarget,
     datasets: ParquetDatasetStore,
     registry: HandlerRegistry,
-    targets: list[Target],
     sibling_keys: Callable[[], list[str]],
 ) -> Any:
-    """Load an input from ``targets``, the datasets of its upstream output (see ``RemoteStoreIOManager``).
+    """Load an input from ``target``'s datasets, those of its upstream output (see ``RemoteStoreIOManager``).
 
     ``sibling_keys`` gives dataset keys of other partitions of the upstream asset, tried in order
     for its schema when the partition mapping yields no partition.
@@ -461,7 +476,7 @@ def load_input(
     Raises:
         See ``RemoteStoreIOManager.load_input``.
     """
-    load = _Load(context, datasets, registry, targets)
+    load = _Load(target, datasets, registry)
 
     def empty(load: _Load) -> Any:
         manifests: list[DatasetManifest | None] = []

@@ -63,7 +63,7 @@ from ._write_modes import Written, by_mode
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
 
-    from ._backfill import Backfill
+    from ._backfill_split import Backfill
     from ._target import OutputTarget
 
 #: Output metadata key: repartition a Spark DataFrame by its ``partition_by`` columns before writing.

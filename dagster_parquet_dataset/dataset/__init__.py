@@ -1,13 +1,6 @@
 """Dataset layer: Spec 042 Parquet datasets on any Store."""
 
-from ._data_version import data_version
-from ._live import LiveVersion
-from ._merge import MergeResult
-from ._ops.append import PendingAppend
-from ._ops.compact import CompactResult
-from ._ops.listing import DatasetListing
-from ._ops.merge_plan import MergePlan, MergeReplanNeeded
-from ._options import DatasetOptions
+from ._dataset_options import DatasetOptions
 from ._pinned import (
     CommittedManifests,
     LiveDatasets,
@@ -17,9 +10,16 @@ from ._pinned import (
     read_live,
     write_from_live,
 )
-from ._transaction import PendingWrite
-from ._verify import VerifyProblem, VerifyReport
+from .commit.live import LiveVersion
+from .commit.transaction import PendingWrite
+from .expressions.merge_keys import MergeResult
+from .format.data_version import data_version
+from .io.verify_parts import VerifyProblem, VerifyReport
 from .manifest import DatasetManifest, FileEntry
+from .ops.append import PendingAppend
+from .ops.compact import CompactResult
+from .ops.listing import DatasetListing
+from .ops.merge_plan import MergePlan, MergeReplanNeeded
 from .store import ParquetDatasetStore
 
 __all__ = [

@@ -14,7 +14,7 @@ owner and the exactly-once window recorded in it) reads it with
 :func:`read_live` and writes through :func:`write_from_live`'s view, whose
 write, append or merge of that dataset begins from it instead of reading it
 again; the commit's compare-and-swap refuses it if another writer committed
-meanwhile, and then rebuilds on the newer version (see :mod:`._live`).
+meanwhile, and then rebuilds on the newer version (see :mod:`.commit.live`).
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ import pyarrow as pa
 
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import validate_key
-from ._live import LiveVersion
-from ._live import read_live as _read_live
-from ._merge import MergeResult
-from ._ops import append, merge, write
-from ._ops.many import CommittedManifests, read_committed, scan_many
-from ._ops.read import check_scan_keys, plan_manifest
-from ._ops.read import read_dataset as read_pinned
-from ._read import ReadPlan
+from .commit.live import LiveVersion
+from .commit.live import read_live as _read_live
+from .expressions.merge_keys import MergeResult
+from .io.read_parts import ReadPlan
 from .manifest import DatasetManifest
+from .ops import append, merge, write
+from .ops.many import CommittedManifests, read_committed, scan_many
+from .ops.read import check_scan_keys, plan_manifest
+from .ops.read import read_dataset as read_pinned
 from .store import ParquetDatasetStore
 
 if TYPE_CHECKING:

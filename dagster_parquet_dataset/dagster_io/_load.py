@@ -37,7 +37,7 @@ from . import _ownership as _own
 from ._handler_base import NO_DATA_KEY, OUTPUT_NAME_KEY, PYTHON_TYPE_KEY, STEP_KEY_KEY, TypeHandler
 from ._registry import HandlerRegistry
 from ._target import InputTarget
-from .options import ReadOptions
+from .options import ReadOptions, run_as_of
 
 #: Threads reading partitions at once when an input spans several.
 _PARTITION_READ_THREADS = 8
@@ -335,7 +335,8 @@ class _Load:
         if not self.targets:
             if self.as_dict:
                 return {}
-            return None if self.optional else empty(self)
+            # Unannotated: None, as Dagster's UPath IO managers give; a typed input gets an empty value.
+            return None if self.optional or self.element_type is None else empty(self)
         if self.options.version is not None and len(self.targets) > 1:
             raise ValueError(
                 f"{_ctx.label(context)}: metadata 'version' ({self.options.version}) names one version of one "
@@ -344,7 +345,7 @@ class _Load:
             )
         if self.options.as_of is not None and len(self.targets) > 1 and not self.as_dict:
             raise ValueError(
-                f"{_ctx.label(context)}: metadata 'as_of' reads each partition at its own version, but this input "
+                f"{_ctx.label(context)}: {self.options.as_of_source} reads each partition at its own version, but this input "
                 f"loads {len(self.targets)} partitions as one value; annotate it dict[str, ...] (one value per "
                 "partition) or load a single partition"
             )
@@ -458,7 +459,9 @@ def input_target(context: InputContext, targets: Sequence[Target]) -> InputTarge
         label=label,
         asset_key=context.asset_key if context.has_asset_key else None,
         datasets=tuple(targets),
-        options=ReadOptions.from_metadata(context.definition_metadata, label),
+        options=ReadOptions.from_metadata(context.definition_metadata, label).with_run_as_of(
+            run_as_of(_ctx.run_tags_of(context))
+        ),
     )
 
 

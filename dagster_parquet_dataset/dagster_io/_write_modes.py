@@ -19,7 +19,7 @@ from dagster import MetadataValue
 from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore, read_live, write_from_live
 from ..errors import VersionNotRetained
 from . import _retries
-from .options import WriteOptions
+from .options import ALLOW_NEW_COLUMNS_KEY, WriteOptions
 
 if TYPE_CHECKING:
     from ._target import OutputTarget
@@ -130,9 +130,12 @@ def write_arrow(target: OutputTarget, datasets: ParquetDatasetStore, data: pa.Ta
     def append() -> tuple[DatasetManifest, int]:
         counted, taken = _counted(data)
         kwargs = options.append_kwargs()
-        manifest = view.append_dataset(
-            counted, key, run_id=run_id, metadata=metadata, expect_owner=owner, idempotency_key=idem, **kwargs
-        )
+        try:
+            manifest = view.append_dataset(
+                counted, key, run_id=run_id, metadata=metadata, expect_owner=owner, idempotency_key=idem, **kwargs
+            )
+        except ValueError as exc:
+            raise _in_dagster_terms(exc) from None
         return manifest, taken()
 
     def merge() -> MergeResult:
@@ -144,6 +147,16 @@ def write_arrow(target: OutputTarget, datasets: ParquetDatasetStore, data: pa.Ta
     if options.write_mode != "overwrite":
         written.extra.update(_retries.recognised(before, written.manifest, idem))
     return written
+
+
+def _in_dagster_terms(exc: ValueError) -> ValueError:
+    """The dataset layer's refusal of new columns, saying what a Dagster user writes: output metadata."""
+    message = str(exc)
+    python = "(pass allow_new_columns=True to add them)"
+    if python not in message:
+        return exc
+    dagster = f"(add them with the output metadata {{{ALLOW_NEW_COLUMNS_KEY!r}: True}}, next to 'write_mode': 'append')"
+    return type(exc)(message.replace(python, dagster))
 
 
 def _merged(datasets: ParquetDatasetStore, key: str, options: WriteOptions, result: MergeResult) -> Written:

@@ -9,7 +9,35 @@ from __future__ import annotations
 
 
 class RemoteStoreError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose.
+
+    Attributes:
+        key: the dataset key the error is about, when it is about one dataset (``None``
+            otherwise, or when the layer that raised it did not know it); code that must
+            tell which dataset failed reads it here, never from the message.
+    """
+
+    key: str | None = None
+
+    def __init__(self, *args: object, key: str | None = None) -> None:
+        super().__init__(*args)
+        if key is not None:
+            self.key = key
+
+    @property
+    def dataset_key(self) -> str | None:
+        """The same as :attr:`key` (the name the read paths used first)."""
+        return self.key
+
+    @dataset_key.setter
+    def dataset_key(self, value: str | None) -> None:
+        self.key = value
+
+    def about(self, key: str) -> RemoteStoreError:
+        """Record ``key`` as the dataset this error is about, unless one is recorded already; returns ``self``."""
+        if self.key is None:
+            self.key = key
+        return self
 
 
 class NotFound(RemoteStoreError):
@@ -65,8 +93,8 @@ class ManifestCorrupted(RemoteStoreError):
         reason: the specific parse or structural failure.
     """
 
-    def __init__(self, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, reason: str | None = None, *, key: str | None = None) -> None:
+        super().__init__(message, key=key)
         self.reason = reason if reason is not None else message
 
 
@@ -91,8 +119,8 @@ class OwnerMismatch(RemoteStoreError):
         recorded: dict[str, str] | None = None,
         expected: dict[str, str] | None = None,
     ) -> None:
-        super().__init__(message)
-        self.key, self.recorded, self.expected = key, dict(recorded or {}), dict(expected or {})
+        super().__init__(message, key=key)
+        self.recorded, self.expected = dict(recorded or {}), dict(expected or {})
 
 
 class CommitConflict(RemoteStoreError):
@@ -106,6 +134,14 @@ class CommitOutcomeUnknown(RemoteStoreError):
     manifest is live stays readable; read the dataset to see which version it
     is. If the commit did not land, :meth:`ParquetDatasetStore.vacuum` removes
     the unused parts after its grace period.
+    """
+
+
+class PartitionsNotCombinable(RemoteStoreError, ValueError):
+    """The partitions an input reads cannot be combined into one value: their schemas (or columns) disagree.
+
+    Raised by a type handler's ``combine`` (a ``ValueError``, as before it existed); the IO
+    manager re-words it to name the input's asset.
     """
 
 

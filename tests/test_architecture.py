@@ -158,12 +158,7 @@ DATASET_API = {f"{PACKAGE}.dataset", f"{PACKAGE}.dataset.engine", f"{PACKAGE}.da
 LAYERS = ("storage", "dataset", "spark", "dagster_io", "cli")
 
 #: Imports of another layer's private module still to remove (importer, imported). Only shrinks.
-KNOWN_PRIVATE_IMPORTS = {
-    (f"{PACKAGE}.spark._backfill_job", f"{PACKAGE}.dagster_io._backfill_split"),
-    (f"{PACKAGE}.spark._backfill_job", f"{PACKAGE}.dagster_io._ownership"),
-    (f"{PACKAGE}.spark.handler", f"{PACKAGE}.dagster_io._backfill_split"),
-    (f"{PACKAGE}.spark.handler", f"{PACKAGE}.dagster_io._ownership"),
-}
+KNOWN_PRIVATE_IMPORTS: set[tuple[str, str]] = set()
 
 
 def _layer(name: str) -> str | None:

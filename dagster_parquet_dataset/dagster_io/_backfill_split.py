@@ -228,11 +228,13 @@ class PartitionTarget:
         partition_key: the Dagster partition key.
         dataset_key: its dataset (the key a one-partition run writes).
         metadata: the manifest metadata to record (type and owner, as a one-partition run's).
+        expect_owner: the owner its commit expects (every owner key of ``metadata``, ``None`` where absent).
     """
 
     partition_key: str
     dataset_key: str
     metadata: dict[str, str]
+    expect_owner: dict[str, str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -257,6 +259,15 @@ class Backfill:
     run_id: str | None
     write_table: Callable[[PartitionTarget, pa.Table], Any]
     threads: int = field(default_factory=lambda: BACKFILL_THREADS)
+
+    def commit_each(self, write: Callable[[int], R]) -> list[R]:
+        """:func:`commit_each` over :attr:`targets` (``write(i)`` commits target ``i``).
+
+        Raises:
+            BackfillIncomplete: some partitions committed, others failed or were not started.
+            Exception: the first failure as raised, when no partition committed.
+        """
+        return commit_each([t.partition_key for t in self.targets], write, self.threads, self.what)
 
     def locate(self, data: pa.Table) -> np.ndarray:
         """:meth:`PartitionLocator.codes`, with the output named in the error.

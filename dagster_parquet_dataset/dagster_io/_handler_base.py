@@ -16,20 +16,20 @@ import io
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore
-from ..errors import DatasetIncomplete
+from ..dataset import ParquetDatasetStore
+from ..errors import DatasetIncomplete, PartitionsNotCombinable
+from ._write_modes import Written, write_arrow
 
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
 
     from ._backfill_split import Backfill
-    from .options import WriteOptions
+    from ._target import OutputTarget
 
 #: Manifest metadata keys the IO manager writes (all values are strings).
 PYTHON_TYPE_KEY = "dagster.python_type"
@@ -45,43 +45,27 @@ NO_DATA_KEY = "dagster.no_data"
 READ_MANY_THREADS = 8
 
 
-@dataclass(frozen=True)
-class OptionsWrite:
-    """What :meth:`TypeHandler.write_with_options` committed.
-
-    Attributes:
-        manifest: the committed manifest (``write_mode`` ``"overwrite"`` or ``"append"``).
-        rows: rows written or appended (``"overwrite"``/``"append"``).
-        merge: the merge's result (``write_mode`` ``"merge"``).
-    """
-
-    manifest: DatasetManifest | None = None
-    rows: int | None = None
-    merge: MergeResult | None = None
-
-
 class TypeHandler(abc.ABC):
     """How one Python type is written as a dataset and read back.
 
-    A handler gets the :class:`ParquetDatasetStore` and the dataset key the IO
-    manager chose; it must write with ``overwrite=True`` (a re-materialization
-    replaces the previous version) and pass ``run_id`` and ``metadata`` through
-    to the manifest unchanged.
+    A handler gets the :class:`ParquetDatasetStore` and, for a write, one
+    :class:`~._target.OutputTarget` the IO manager built from the output's
+    context (as Dagster's ``DbIOManager`` hands its type handlers one
+    ``TableSlice``): the dataset key, the write options parsed once, the
+    manifest metadata and owner, the live version the step read. It passes
+    ``run_id`` and ``metadata`` through to the manifest unchanged.
 
     Every method has a default built on :meth:`to_arrow` and :meth:`from_arrow`
     (or, for a type loaded lazily, :attr:`lazy` and :meth:`from_scan`): a type
     that converts to and from Arrow in this process implements :meth:`handles`,
     :meth:`to_arrow`, :meth:`from_arrow` and :meth:`combine`, and nothing else.
     A handler that writes elsewhere (Spark, on its executors) overrides
-    :meth:`write`, :meth:`write_with_options`, :meth:`read`, :meth:`read_many`
-    and :meth:`write_partitions`, and keeps the default :meth:`to_arrow`, which
-    refuses with a clear error.
+    :meth:`write`, :meth:`read`, :meth:`read_many` and :meth:`write_partitions`,
+    and keeps the default :meth:`to_arrow`, which refuses with a clear error.
 
-    :meth:`write` serves the default ``write_mode`` (a plain overwrite). For
-    ``"append"``, ``"merge"`` and ``partition_by`` (see :mod:`.options`) the IO
-    manager calls :meth:`write_with_options`, and when that returns ``None``
-    converts the output with :meth:`to_arrow` and calls the dataset layer itself.
-    :meth:`read` receives ``filters`` and ``version`` only when an input sets
+    :meth:`write` is the one write hook, for every ``write_mode`` and
+    ``partition_by`` (see :mod:`.options`); a single-run backfill over several
+    partitions goes to :meth:`write_partitions`. :meth:`read` receives ``filters`` and ``version`` only when an input sets
     them, so a handler that does not support them need not accept them.
 
     **Adding a type** (this is the hook the Spark layer uses): subclass
@@ -96,9 +80,10 @@ class TypeHandler(abc.ABC):
       ``type_name``), and treats a ``ModuleNotFoundError`` for the module or
       its third-party dependency as "not installed".
 
-    The Spark handler is expected at
-    ``dagster_parquet_dataset.spark.handler.SparkDataFrameHandler`` with a
-    no-argument constructor; it obtains its ``SparkSession`` itself (for
+    The Spark handler is
+    ``dagster_parquet_dataset.dagster_io._spark_handler.SparkDataFrameHandler``
+    (public as ``dagster_parquet_dataset.dagster_io.handlers.SparkDataFrameHandler``)
+    with a no-argument constructor; it obtains its ``SparkSession`` itself (for
     example ``SparkSession.getActiveSession()``).
     """
 
@@ -119,7 +104,8 @@ class TypeHandler(abc.ABC):
         """Concatenate several partitions (in order) into one object of this type.
 
         Raises:
-            ValueError: the partitions' schemas cannot be concatenated.
+            PartitionsNotCombinable: the partitions' schemas cannot be concatenated (a ``ValueError``;
+                the IO manager re-words it to name the input's asset).
         """
 
     # ------------------------------------------------------------ conversions
@@ -151,16 +137,6 @@ class TypeHandler(abc.ABC):
         already restricted to ``columns`` and ``filters``), read when consumed. The default reads it whole."""
         return self.from_arrow(dataset.to_table())
 
-    def converts_in_process(self) -> bool:
-        """Whether outputs are written through :meth:`to_arrow` here (the defaults of :meth:`write` and
-        :meth:`write_with_options` are kept), so the IO manager may present and check the Arrow data."""
-        cls = type(self)
-        return (
-            cls.to_arrow is not TypeHandler.to_arrow
-            and cls.write is TypeHandler.write
-            and cls.write_with_options is TypeHandler.write_with_options
-        )
-
     def empty(self, schema: pa.Schema) -> Any:
         """An empty value of this type with ``schema`` (an input whose partition mapping yields no partition).
 
@@ -182,55 +158,30 @@ class TypeHandler(abc.ABC):
 
     # ----------------------------------------------------------------- writes
 
-    def write(
-        self,
-        context: OutputContext | None,
-        datasets: ParquetDatasetStore,
-        key: str,
-        obj: Any,
-        *,
-        run_id: str | None,
-        metadata: dict[str, str],
-    ) -> DatasetManifest:
-        """Write ``obj`` as dataset ``key`` (overwriting) and return the committed manifest.
+    def write(self, target: OutputTarget, datasets: ParquetDatasetStore, obj: Any) -> Written:
+        """The one write hook: write ``obj`` to ``target`` (its dataset, write mode and options, owner,
+        manifest metadata and the live version the step read) and say what was committed.
 
-        The default lets :meth:`write_with_options` write it with the default options
-        (a handler that writes elsewhere need not override both), else converts it
-        with :meth:`to_arrow` for ``write_dataset``.
+        The default converts ``obj`` with :meth:`to_arrow`, checks that Parquet can hold
+        every column, presents it (``target.presentation``: preview and column
+        descriptions) and writes it in this process (:func:`~._write_modes.write_arrow`:
+        ``write_dataset``, ``append_dataset`` or ``merge_dataset`` by the write mode). A
+        handler that writes elsewhere (Spark, on its executors) overrides it and tells the
+        write modes apart with :func:`~._write_modes.by_mode`, as the default does. It
+        must record ``target.run_id`` and ``target.metadata`` in the manifest unchanged
+        and pass ``target.expect_owner`` to the commit.
 
         Raises:
-            TypeError: ``obj`` cannot be converted to Arrow; the message names why.
-            RemoteStoreError: the dataset layer failed (see ``write_dataset``).
+            TypeError: ``obj`` cannot be converted to Arrow, or a column's type cannot be stored
+                as Parquet (the message names it); nothing is written.
+            OwnerMismatch: the dataset records another owner (checked by the commit).
+            RemoteStoreError / ValueError: the dataset layer failed or refused the data.
         """
-        from .options import WriteOptions
-
-        own = self.write_with_options(context, datasets, key, obj, WriteOptions(), run_id=run_id, metadata=metadata)
-        if own is not None and own.manifest is not None:
-            return own.manifest
         data = self.to_arrow(obj)
-        return datasets.write_dataset(data, key, overwrite=True, run_id=run_id, metadata=metadata)
-
-    def write_with_options(
-        self,
-        context: OutputContext | None,
-        datasets: ParquetDatasetStore,
-        key: str,
-        obj: Any,
-        options: WriteOptions,
-        *,
-        run_id: str | None,
-        metadata: dict[str, str],
-    ) -> OptionsWrite | None:
-        """Apply a non-default write (``append``, ``merge``, ``partition_by``) in the handler's own way.
-
-        The default returns ``None``: the IO manager converts ``obj`` with
-        :meth:`to_arrow` and calls the dataset layer. A handler that writes
-        elsewhere (Spark, on its executors) commits itself and says what it did.
-
-        Raises:
-            Whatever the handler's write raises (``ValueError`` for bad data, ``RemoteStoreError``).
-        """
-        return None
+        require_parquet_types(data.schema, f"this {self.type_name}")
+        if target.presentation is not None:
+            data = target.presentation.present(data)
+        return write_arrow(target, datasets, data)
 
     def write_partitions(
         self,
@@ -317,7 +268,7 @@ class TypeHandler(abc.ABC):
         Raises:
             DatasetNotFound / DatasetIncomplete: a dataset is absent, incomplete or
                 damaged; the message names its key, and the exception's
-                ``dataset_key`` attribute is that key.
+                ``key`` attribute is that key.
             ValueError / TypeError: a requested column does not exist, malformed
                 filters, or schemas that cannot be combined.
         """
@@ -334,7 +285,7 @@ class TypeHandler(abc.ABC):
             try:
                 return self.read(context, datasets, key, columns=columns, **_filter_kwargs(filters))
             except DatasetIncomplete as exc:  # DatasetNotFound included
-                _with_key(exc, key)
+                exc.about(key)
                 raise
 
         if len(keys) == 1:
@@ -394,12 +345,6 @@ def _filter_kwargs(filters: Any) -> dict[str, Any]:
     return {} if filters is None else {"filters": filters}
 
 
-def _with_key(exc: BaseException, key: str) -> None:
-    """Set ``exc``'s ``dataset_key`` attribute to ``key`` (the dataset it is about), unless already set."""
-    if getattr(exc, "dataset_key", None) is None:
-        exc.dataset_key = key  # type: ignore[attr-defined]
-
-
 def is_subclass(python_type: type, module: str, attr: str) -> bool:
     """Whether ``python_type`` subclasses ``module.attr``, without importing ``module``.
 
@@ -415,12 +360,12 @@ def concat_arrow(tables: Sequence[pa.Table]) -> pa.Table:
     """Concatenate tables, promoting types where pyarrow can.
 
     Raises:
-        ValueError: the schemas cannot be concatenated.
+        PartitionsNotCombinable: the schemas cannot be concatenated (a ``ValueError``).
     """
     try:
         return pa.concat_tables(tables, promote_options="default")
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        raise ValueError(f"the partitions' schemas cannot be concatenated: {exc}") from None
+        raise PartitionsNotCombinable(f"the partitions' schemas cannot be concatenated: {exc}") from None
 
 
 def _scan_table(
@@ -447,16 +392,16 @@ def scan_many(datasets: ParquetDatasetStore, keys: Sequence[str], columns: Seque
     """``datasets.scan_datasets(keys, ...)``, with an absent or incomplete dataset's error naming its key.
 
     Raises:
-        DatasetNotFound / DatasetIncomplete: a dataset cannot be scanned (``dataset_key`` names it).
+        DatasetNotFound / DatasetIncomplete: a dataset cannot be scanned (its ``key`` attribute names it;
+            the dataset layer records it, and with one key it is that one).
         ValueError / TypeError: as ``scan_datasets``.
     """
     keys = list(keys)
     try:
         return datasets.scan_datasets(keys, columns=columns, filters=filters)
     except DatasetIncomplete as exc:
-        named = [k for k in keys if repr(k) in str(exc)]
-        if named:
-            _with_key(exc, max(named, key=len))
+        if len(keys) == 1:
+            exc.about(keys[0])
         raise
 
 

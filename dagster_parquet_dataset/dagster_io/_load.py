@@ -28,6 +28,7 @@ from ..errors import (
     DatasetNotFound,
     ManifestCorrupted,
     NotFound,
+    PartitionsNotCombinable,
     RemoteStoreError,
     VersionNotRetained,
 )
@@ -35,6 +36,7 @@ from . import _context as _ctx
 from . import _ownership as _own
 from ._handler_base import NO_DATA_KEY, OUTPUT_NAME_KEY, PYTHON_TYPE_KEY, STEP_KEY_KEY, TypeHandler
 from ._registry import HandlerRegistry
+from ._target import InputTarget
 from .options import ReadOptions, run_as_of
 
 #: Threads reading partitions at once when an input spans several.
@@ -131,31 +133,21 @@ def _expected_owner(context: InputContext, partition_key: str | None) -> dict[st
     return {k: v for k, v in found.items() if v is not None}
 
 
-def _failed_target(exc: Exception, targets: Sequence[Target]) -> Target | None:
-    """The target a read error is about: its ``dataset_key`` attribute, else the longest key whose ``repr``
-    its message contains; ``None`` when neither tells."""
-    key = getattr(exc, "dataset_key", None)
-    for target in targets:
-        if target[1] == key:
-            return target
-    message = str(exc)
-    named = [t for t in targets if repr(t[1]) in message]
-    return max(named, key=lambda t: len(t[1])) if named else None
+def _failed_target(exc: RemoteStoreError, targets: Sequence[Target]) -> Target | None:
+    """The target a read error is about (its ``key`` attribute); ``None`` when it names none of them."""
+    return next((target for target in targets if target[1] == exc.key), None)
 
 
 class _Load:
     """One ``load_input`` call: the context, its options and its datasets."""
 
-    def __init__(
-        self, context: InputContext, datasets: ParquetDatasetStore, registry: HandlerRegistry, targets: list[Target]
-    ) -> None:
-        self.context = context
+    def __init__(self, target: InputTarget, datasets: ParquetDatasetStore, registry: HandlerRegistry) -> None:
+        self.context = context = target.context
         self.datasets = datasets
         self.registry = registry
-        self.targets = targets
+        self.targets: list[Target] = list(target.datasets)
         self.as_dict, self.element_type, self.optional = _requested_type(context)
-        options = ReadOptions.from_metadata(context.definition_metadata, _ctx.label(context))
-        self.options = options.with_run_as_of(run_as_of(_ctx.run_tags_of(context)))
+        self.options = target.options
         self.read_kwargs = self.options.read_kwargs()
         self.handler: TypeHandler | None = None
 
@@ -357,9 +349,10 @@ class _Load:
                 f"loads {len(self.targets)} partitions as one value; annotate it dict[str, ...] (one value per "
                 "partition) or load a single partition"
             )
-        if not self.as_dict and len(self.targets) > 1:
-            # Every partition's committed manifest, fetched once and in parallel: the probes, the
-            # handler choice and the read all start from these (no second fetch, no _SUCCESS check).
+        if self.options.as_of is None and self.options.version is None:
+            # Every dataset's committed manifest, fetched once (in parallel for several): the owner
+            # checks, the probes, the handler choice and the read all start from these (no second
+            # fetch, no _SUCCESS check for a manifest that proves its commit).
             keys = [k for _pk, k in self.targets]
             self.datasets = pin_manifests(self.datasets, read_committed_manifests(self.datasets, keys))
         self.handler = self.pick_handler([k for _pk, k in self.targets])
@@ -447,20 +440,38 @@ class _Load:
                     present = [t for t in present if t != failed]
                     continue
                 raise self.translated(exc, failed[0], failed[1]) from exc
-            except ValueError as exc:
-                if "concatenat" not in str(exc):  # combine's errors say the partitions cannot be concatenated
-                    raise
-                raise ValueError(f"cannot concatenate the partitions of {self.describe(None)}: {exc}") from exc
+            except PartitionsNotCombinable as exc:  # the handler's combine
+                raise PartitionsNotCombinable(
+                    f"cannot concatenate the partitions of {self.describe(None)}: {exc}"
+                ) from exc
+
+
+def input_target(context: InputContext, targets: Sequence[Target]) -> InputTarget:
+    """The :class:`InputTarget` of ``context`` reading ``targets`` (the read options parsed and checked once).
+
+    Raises:
+        ValueError / TypeError: bad ``columns`` / ``filters`` / ``version`` / ``as_of`` /
+            ``allow_missing_partitions`` metadata.
+    """
+    label = _ctx.label(context)
+    return InputTarget(
+        context=context,
+        label=label,
+        asset_key=context.asset_key if context.has_asset_key else None,
+        datasets=tuple(targets),
+        options=ReadOptions.from_metadata(context.definition_metadata, label).with_run_as_of(
+            run_as_of(_ctx.run_tags_of(context))
+        ),
+    )
 
 
 def load_input(
-    context: InputContext,
+    target: InputTarget,
     datasets: ParquetDatasetStore,
     registry: HandlerRegistry,
-    targets: list[Target],
     sibling_keys: Callable[[], list[str]],
 ) -> Any:
-    """Load an input from ``targets``, the datasets of its upstream output (see ``RemoteStoreIOManager``).
+    """Load an input from ``target``'s datasets, those of its upstream output (see ``RemoteStoreIOManager``).
 
     ``sibling_keys`` gives dataset keys of other partitions of the upstream asset, tried in order
     for its schema when the partition mapping yields no partition.
@@ -468,7 +479,7 @@ def load_input(
     Raises:
         See ``RemoteStoreIOManager.load_input``.
     """
-    load = _Load(context, datasets, registry, targets)
+    load = _Load(target, datasets, registry)
 
     def empty(load: _Load) -> Any:
         manifests: list[DatasetManifest | None] = []

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from ..dataset import ParquetDatasetStore
-from ..errors import ManifestCorrupted, NotFound
+from ..errors import ManifestCorrupted, NotFound, PartitionsNotCombinable
 from ._handler_base import ArrowConvertingHandler, is_subclass
 
 
@@ -112,4 +112,4 @@ class PandasDataFrameHandler(ArrowConvertingHandler):
         try:
             return pd.concat(frames, ignore_index=fresh)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"the partitions cannot be concatenated: {exc}") from None
+            raise PartitionsNotCombinable(f"the partitions cannot be concatenated: {exc}") from None

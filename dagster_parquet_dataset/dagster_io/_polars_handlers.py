@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from ..errors import PartitionsNotCombinable
 from ._handler_base import ArrowConvertingHandler, is_subclass
 
 
@@ -75,7 +76,7 @@ class PolarsDataFrameHandler(ArrowConvertingHandler):
         try:
             return pl.concat(list(objs), how="vertical_relaxed")
         except (pl.exceptions.PolarsError, TypeError, ValueError) as exc:
-            raise ValueError(f"the partitions cannot be concatenated: {exc}") from None
+            raise PartitionsNotCombinable(f"the partitions cannot be concatenated: {exc}") from None
 
 
 class PolarsLazyFrameHandler(ArrowConvertingHandler):

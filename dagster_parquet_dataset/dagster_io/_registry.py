@@ -13,7 +13,7 @@ from ._polars_handlers import PolarsDataFrameHandler, PolarsLazyFrameHandler
 
 #: Handlers imported on first need: ``(type_name, module, class_name)``.
 OPTIONAL_HANDLERS: tuple[tuple[str, str, str], ...] = (
-    ("pyspark.sql.DataFrame", "dagster_parquet_dataset.spark.handler", "SparkDataFrameHandler"),
+    ("pyspark.sql.DataFrame", "dagster_parquet_dataset.dagster_io._spark_handler", "SparkDataFrameHandler"),
 )
 
 

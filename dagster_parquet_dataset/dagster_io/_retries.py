@@ -13,8 +13,7 @@ from typing import Any
 
 from dagster import MetadataValue, OutputContext
 
-from ..dataset import DatasetManifest, ParquetDatasetStore
-from ..errors import ManifestCorrupted, NotFound
+from ..dataset import DatasetManifest
 from . import _context as _ctx
 
 Entry = tuple[str, str, str]
@@ -39,16 +38,6 @@ def window_entry(manifest: DatasetManifest | None, key: str | None) -> Entry | N
     if manifest is None or key is None:
         return None
     return next((e for e in manifest.idempotency if e[0] == key), None)
-
-
-def live_entry(datasets: ParquetDatasetStore, dataset_key: str, key: str | None) -> Entry | None:
-    """:func:`window_entry` of the live manifest (one manifest read; ``None`` if absent or unreadable)."""
-    if key is None:
-        return None
-    try:
-        return window_entry(datasets.read_manifest(dataset_key), key)
-    except (NotFound, ManifestCorrupted):
-        return None
 
 
 def recognised(before: Entry | None, after: DatasetManifest, key: str | None) -> dict[str, Any]:

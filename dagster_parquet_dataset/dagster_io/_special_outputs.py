@@ -1,5 +1,7 @@
 """Outputs that are not one value for one dataset: a ``None`` output, and a single-run backfill.
 
+* :func:`output_target` / :func:`write_output`: an output's one target, and its
+  write through the handler's one write hook.
 * :func:`write_none`: an output that is ``None`` writes no data and records
   that the partition holds none (see ``docs/dagster.md``, "None outputs").
 * :func:`write_backfill`: an output over several partition keys, split by its
@@ -15,27 +17,66 @@ from typing import Any
 import pyarrow as pa
 from dagster import MetadataValue, OutputContext
 
-from ..dataset import DatasetManifest, ParquetDatasetStore
-from ..errors import ManifestCorrupted, NotFound
+from ..dataset import DatasetManifest, LiveVersion, ParquetDatasetStore, read_live, write_from_live
 from . import _backfill_split as _bf
 from . import _context as _ctx
 from . import _ownership as _own
 from . import _presentation as _present
+from . import _retries
 from ._asset_data_version import set_output_data_version
-from ._handler_base import NO_DATA_KEY, TypeHandler
+from ._handler_base import NO_DATA_KEY, PARTITION_KEY_KEY, TypeHandler
 from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry
+from ._target import OutputTarget
 from ._wording import version_metadata
-from ._write_modes import Written, write_output
+from ._write_modes import Written
 from .options import WriteOptions
 
 
-def recorded_metadata(datasets: ParquetDatasetStore, key: str) -> dict[str, str] | None:
-    """The manifest ``metadata`` of ``key`` (``None`` if absent or unreadable: the write reports that)."""
-    try:
-        return datasets.read_manifest(key).metadata
-    except (NotFound, ManifestCorrupted):
-        return None
+def output_target(
+    context: OutputContext,
+    *,
+    what: str,
+    dataset_key: str,
+    options: WriteOptions,
+    metadata: dict[str, str],
+    live: LiveVersion | None = None,
+    presentation: _present.Presentation | None = None,
+) -> OutputTarget:
+    """The :class:`OutputTarget` of ``context`` writing ``dataset_key`` (no I/O; ``live`` read by the caller).
+
+    The one place an output's target is assembled: the exactly-once key (appends and merges in a
+    run), the owner the commit expects and the partition keys all come from here.
+    """
+    partition_key = metadata.get(PARTITION_KEY_KEY)
+    idem = _retries.idempotency_key(context, partition_key) if options.write_mode != "overwrite" else None
+    return OutputTarget(
+        context=context,
+        what=what,
+        asset_key=context.asset_key if context.has_asset_key else None,
+        partition_keys=(partition_key,) if partition_key is not None else (),
+        dataset_key=dataset_key,
+        options=options,
+        run_id=_ctx.run_id_of(context),
+        metadata=metadata,
+        expect_owner=_own.commit_owner(metadata),
+        idempotency_key=idem,
+        live=live,
+        presentation=presentation,
+    )
+
+
+def write_output(target: OutputTarget, datasets: ParquetDatasetStore, handler: TypeHandler, obj: Any) -> Written:
+    """Write ``obj`` to ``target`` with ``handler``'s one write hook.
+
+    Raises:
+        DatasetKeyCollision: the dataset records another owner, checked by the commit; nothing
+            was committed (the dataset layer's ``OwnerMismatch``, re-worded).
+        Whatever the handler's write raises (``TypeError`` for data it cannot store, ``ValueError``
+            and ``RemoteStoreError`` from the dataset layer).
+    """
+    with _own.collisions(target.dataset_key):
+        return handler.write(target, datasets, obj)
 
 
 def write_none(context: OutputContext, datasets: ParquetDatasetStore, key: str, options: WriteOptions) -> None:
@@ -66,13 +107,11 @@ def write_none(context: OutputContext, datasets: ParquetDatasetStore, key: str, 
         context.add_output_metadata(out)
         return
     out["no_data"] = MetadataValue.bool(True)
-    try:
-        recorded: dict[str, str] | None = datasets.read_manifest(key).metadata
-        stored = True
-    except ManifestCorrupted:
-        recorded, stored = None, True  # replaced like any damaged dataset an overwrite replaces
-    except NotFound:  # nothing stored, or no manifest yet (an incomplete write serves no rows)
-        recorded, stored = None, False
+    live = read_live(datasets, key)  # the step's one read of the manifest
+    recorded = live.manifest.metadata if live.manifest is not None else None
+    # Nothing stored, a delete's tombstone or no manifest yet (an incomplete write serves no rows) is not
+    # stored; a corrupt manifest is, and is replaced like any damaged dataset an overwrite replaces.
+    stored = live.manifest is not None or live.corrupt
     if not stored:
         out["note"] = MetadataValue.text(
             "the output was None, so no dataset was written; inputs annotated Optional load None"
@@ -82,7 +121,7 @@ def write_none(context: OutputContext, datasets: ParquetDatasetStore, key: str, 
     metadata = {**manifest_metadata(context, "NoneType"), NO_DATA_KEY: "true"}
     _own.check_owner(recorded, _own.owner(metadata), key=key, writing=True)
     with _own.collisions(key):
-        manifest = datasets.write_dataset(
+        manifest = write_from_live(datasets, live).write_dataset(
             pa.table({}),
             key,
             overwrite=True,
@@ -135,11 +174,14 @@ def write_backfill(
     handler = handler_for(obj, what)
     path = list(context.asset_key.path)
     targets = []
+    lives: dict[str, LiveVersion] = {}
     for pk in partition_keys:
         key = key_for(path, partitions_def, pk)
         metadata = manifest_metadata(context, handler.type_name, pk)
-        _own.check_owner(recorded_metadata(datasets, key), _own.owner(metadata), key=key, writing=True)
-        targets.append(_bf.PartitionTarget(pk, key, metadata))
+        live = lives[key] = read_live(datasets, key)  # each partition's one read of its manifest
+        recorded = live.manifest.metadata if live.manifest is not None else None
+        _own.check_owner(recorded, _own.owner(metadata), key=key, writing=True)
+        targets.append(_bf.PartitionTarget(pk, key, metadata, _own.commit_owner(metadata)))
     arrow = registry.for_type(pa.Table)
     assert arrow is not None
     run_id = _ctx.run_id_of(context)
@@ -152,15 +194,18 @@ def write_backfill(
         options=options,
         run_id=run_id,
         write_table=lambda t, table: write_output(
-            context,
+            output_target(
+                context,
+                what=what,
+                dataset_key=t.dataset_key,
+                options=options,
+                metadata=t.metadata,
+                live=lives[t.dataset_key],
+                presentation=shown[t.dataset_key],
+            ),
             datasets,
             arrow,
-            t.dataset_key,
             table,
-            options,
-            run_id=run_id,
-            metadata=t.metadata,
-            presentation=shown[t.dataset_key],
         ),
     )
     results = handler.write_partitions(context, datasets, obj, backfill)

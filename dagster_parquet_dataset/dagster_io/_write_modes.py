@@ -1,27 +1,28 @@
 """One output to the dataset layer, by its write mode (overwrite, append, merge; ``partition_by``).
 
-:func:`write_output` is the one place that decides how an output is written:
-through its handler (which may write elsewhere, e.g. Spark on its executors)
-or converted to Arrow here and handed to ``write_dataset``, ``append_dataset``
-or ``merge_dataset``. It returns a :class:`Written` for the output metadata.
+The IO manager hands an :class:`~._target.OutputTarget` to the handler's one
+write hook (``write_output`` in :mod:`._special_outputs`). :func:`by_mode` is the one place write modes are told apart
+(every handler's write goes through it, so each mode reports the same
+:class:`Written`); :func:`write_arrow` is the in-process route of an output
+converted to Arrow, to ``write_dataset``, ``append_dataset`` or ``merge_dataset``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from dagster import MetadataValue, OutputContext
+from dagster import MetadataValue
 
-from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore
+from ..dataset import DatasetManifest, MergeResult, ParquetDatasetStore, read_live, write_from_live
 from ..errors import VersionNotRetained
-from . import _ownership as _own
 from . import _retries
-from ._handler_base import PARTITION_KEY_KEY, TypeHandler, require_parquet_types
-from ._presentation import Presentation
 from .options import ALLOW_NEW_COLUMNS_KEY, WriteOptions
+
+if TYPE_CHECKING:
+    from ._target import OutputTarget
 
 
 @dataclass(frozen=True)
@@ -67,104 +68,85 @@ def _counted(
     return pa.RecordBatchReader.from_batches(data.schema, batches()), lambda: seen[0]
 
 
-def _arrow_of(handler: TypeHandler, obj: Any, presentation: Presentation | None) -> pa.Table | pa.RecordBatchReader:
-    """``handler.to_arrow(obj)``, checked for types Parquet cannot hold, then presented.
+def by_mode(
+    target: OutputTarget,
+    datasets: ParquetDatasetStore,
+    *,
+    overwrite: Callable[[], DatasetManifest],
+    append: Callable[[], tuple[DatasetManifest, int]],
+    merge: Callable[[], MergeResult],
+) -> Written:
+    """The one place write modes are told apart: run the call for ``target``'s ``write_mode`` and say what it wrote.
+
+    ``overwrite`` returns the committed manifest, ``append`` the committed manifest and the rows
+    it added, ``merge`` the merge's result. Every handler's write goes through here (the Arrow
+    route of :func:`write_arrow`, Spark's executors), so each mode reports the same metadata.
 
     Raises:
-        TypeError: ``obj`` cannot be converted, or a column's type cannot be stored (named).
+        Whatever the chosen call raises.
     """
-    data = handler.to_arrow(obj)
-    require_parquet_types(data.schema, f"this {handler.type_name}")
-    return presentation.present(data) if presentation is not None else data
+    mode = target.options.write_mode
+    if mode == "overwrite":
+        return Written.replaced(overwrite())
+    if mode == "append":
+        manifest, appended = append()
+        return Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
+    return _merged(datasets, target.dataset_key, target.options, merge())
 
 
-def write_output(
-    context: OutputContext | None,
-    datasets: ParquetDatasetStore,
-    handler: TypeHandler,
-    key: str,
-    obj: Any,
-    options: WriteOptions,
-    *,
-    run_id: str | None,
-    metadata: dict[str, str],
-    presentation: Presentation | None = None,
-) -> Written:
-    """Route one output to the dataset layer by its write mode.
+def write_arrow(target: OutputTarget, datasets: ParquetDatasetStore, data: pa.Table | pa.RecordBatchReader) -> Written:
+    """Write ``data`` (an output already converted to Arrow, checked and presented) to ``target``.
 
-    A handler that converts in this process (:meth:`TypeHandler.converts_in_process`)
-    is converted with :meth:`TypeHandler.to_arrow`, checked, presented and handed to
-    ``write_dataset``, ``append_dataset`` or ``merge_dataset``. Any other handler
-    writes itself: :meth:`TypeHandler.write` for a plain overwrite, otherwise
-    :meth:`TypeHandler.write_with_options` (Spark appends and merges on its
-    executors) or, when that returns ``None``, the Arrow route.
-
-    The Arrow route passes the owner ``metadata`` records as ``expect_owner``,
-    so the commit itself refuses a dataset another asset or partition wrote
+    The write begins from the live version the step read at its start
+    (``target.live``; read here when not given), in which the exactly-once window
+    is looked up too, so the step reads the manifest once; the commit's
+    compare-and-swap refuses it if another writer committed meanwhile, and the
+    write rebuilds on that. The owner ``target.metadata`` records is the commit's
+    ``expect_owner``, so it refuses a dataset another asset or partition wrote
     meanwhile (see :mod:`._ownership`).
 
     Raises:
-        TypeError: the handler cannot convert the output to Arrow, or a column's type cannot be
-            stored as Parquet (the message names it); nothing is written.
-        DatasetKeyCollision: the dataset records another owner, checked by the commit; nothing
-            was committed.
+        DatasetKeyCollision / OwnerMismatch: the dataset records another owner (checked by the commit).
         RemoteStoreError / ValueError: as the dataset layer's call.
     """
-    with _own.collisions(key):
-        own = None
-        if not handler.converts_in_process():
-            if options.is_default:
-                manifest = handler.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
-                if presentation is not None:
-                    presentation.preview_by_limit(obj)
-                return Written.replaced(manifest)
-            own = handler.write_with_options(context, datasets, key, obj, options, run_id=run_id, metadata=metadata)
-            if own is not None and presentation is not None:
-                presentation.preview_by_limit(obj)
-            if own is not None and own.merge is None and own.manifest is not None:
-                rows = own.rows if own.rows is not None else own.manifest.row_count
-                if options.write_mode == "append":
-                    return Written(own.manifest, rows, None, {"rows_appended": MetadataValue.int(rows)})
-                return Written(own.manifest, rows, total_bytes(own.manifest))
-        if own is not None and own.merge is not None:
-            return _merged(datasets, key, options, own.merge)
-        data = _arrow_of(handler, obj, presentation)
-        owner = _own.commit_owner(metadata)
-        idem = (
-            _retries.idempotency_key(context, metadata.get(PARTITION_KEY_KEY))
-            if options.write_mode != "overwrite"
-            else None
+    key, options, idem = target.dataset_key, target.options, target.idempotency_key
+    live = target.live if target.live is not None else read_live(datasets, key)
+    before = _retries.window_entry(live.manifest, idem)
+    view = write_from_live(datasets, live)  # the write begins from the live version read
+    owner = dict(target.expect_owner)
+    run_id, metadata = target.run_id, target.metadata
+
+    def overwrite() -> DatasetManifest:
+        return view.write_dataset(
+            data,
+            key,
+            overwrite=True,
+            run_id=run_id,
+            metadata=metadata,
+            partition_by=options.partition_by,
+            expect_owner=owner,
         )
-        before = _retries.live_entry(datasets, key, idem)
-        if options.write_mode == "overwrite":
-            manifest = datasets.write_dataset(
-                data,
-                key,
-                overwrite=True,
-                run_id=run_id,
-                metadata=metadata,
-                partition_by=options.partition_by,
-                expect_owner=owner,
+
+    def append() -> tuple[DatasetManifest, int]:
+        counted, taken = _counted(data)
+        kwargs = options.append_kwargs()
+        try:
+            manifest = view.append_dataset(
+                counted, key, run_id=run_id, metadata=metadata, expect_owner=owner, idempotency_key=idem, **kwargs
             )
-            return Written.replaced(manifest)
-        if options.write_mode == "append":
-            data, taken = _counted(data)
-            kwargs = options.append_kwargs()
-            try:
-                manifest = datasets.append_dataset(
-                    data, key, run_id=run_id, metadata=metadata, expect_owner=owner, idempotency_key=idem, **kwargs
-                )
-            except ValueError as exc:
-                raise _in_dagster_terms(exc) from None
-            appended = taken()
-            extra = {"rows_appended": MetadataValue.int(appended), **_retries.recognised(before, manifest, idem)}
-            return Written(manifest, appended, None, extra)
+        except ValueError as exc:
+            raise _in_dagster_terms(exc) from None
+        return manifest, taken()
+
+    def merge() -> MergeResult:
         source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
         kwargs = {**options.merge_kwargs(), "idempotency_key": idem}
-        result = datasets.merge_dataset(source, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs)
-        written = _merged(datasets, key, options, result)
+        return view.merge_dataset(source, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs)
+
+    written = by_mode(target, datasets, overwrite=overwrite, append=append, merge=merge)
+    if options.write_mode != "overwrite":
         written.extra.update(_retries.recognised(before, written.manifest, idem))
-        return written
+    return written
 
 
 def _in_dagster_terms(exc: ValueError) -> ValueError:
@@ -179,7 +161,7 @@ def _in_dagster_terms(exc: ValueError) -> ValueError:
 
 def _merged(datasets: ParquetDatasetStore, key: str, options: WriteOptions, result: MergeResult) -> Written:
     """What a merge wrote: inserted plus updated rows, the bytes of its new files, and the merge's counts."""
-    manifest = _manifest_after(datasets, key, result.version)
+    manifest = result.manifest if result.manifest is not None else _manifest_after(datasets, key, result.version)
     sizes = {e.path: e.size_bytes or 0 for e in manifest.file_entries()}
     extra: dict[str, Any] = {
         "merge_strategy": MetadataValue.text(options.merge_strategy),

@@ -14,8 +14,12 @@ built-in handler only converts its type to and from Arrow:
 
 Handlers for libraries that are slow to import or optional (Spark) are listed
 in :data:`OPTIONAL_HANDLERS` and imported only when no built-in handler fits
-(:mod:`._registry`). This module gathers the public names.
+(:mod:`._registry`). This module gathers the public names;
+``SparkDataFrameHandler`` (``pyspark.sql.DataFrame``) is imported on first
+access, since it needs pyspark.
 """
+
+from typing import Any
 
 from ._arrow_handlers import ArrowDatasetHandler, ArrowTableHandler, RecordBatchReaderHandler
 from ._handler_base import (
@@ -28,12 +32,13 @@ from ._handler_base import (
     READ_MANY_THREADS,
     STEP_KEY_KEY,
     ArrowConvertingHandler,
-    OptionsWrite,
     TypeHandler,
 )
 from ._pandas_handler import PandasDataFrameHandler
 from ._polars_handlers import PolarsDataFrameHandler, PolarsLazyFrameHandler
 from ._registry import OPTIONAL_HANDLERS, HandlerRegistry, builtin_handlers, default_handlers, default_registry
+from ._target import InputTarget, OutputTarget
+from ._write_modes import Written, by_mode, write_arrow
 
 __all__ = [
     "ASSET_KEY_KEY",
@@ -49,13 +54,26 @@ __all__ = [
     "ArrowDatasetHandler",
     "ArrowTableHandler",
     "HandlerRegistry",
-    "OptionsWrite",
+    "InputTarget",
+    "OutputTarget",
     "PandasDataFrameHandler",
     "PolarsDataFrameHandler",
     "PolarsLazyFrameHandler",
     "RecordBatchReaderHandler",
     "TypeHandler",
+    "Written",
     "builtin_handlers",
+    "by_mode",
     "default_handlers",
     "default_registry",
+    "write_arrow",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The Spark handler needs pyspark (an optional extra, slow to import): load it on first use.
+    if name == "SparkDataFrameHandler":
+        from ._spark_handler import SparkDataFrameHandler
+
+        return SparkDataFrameHandler
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

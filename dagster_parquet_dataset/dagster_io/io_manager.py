@@ -1,8 +1,9 @@
 """``RemoteStoreIOManager``: every asset and op output as a committed Parquet dataset.
 
 The IO manager only maps Dagster context to dataset keys (:mod:`.keys`) and
-delegates: a type handler (:mod:`.handlers`) converts the value, the write
-mode dispatch (:mod:`._write_modes`) writes it, :mod:`._output_metadata` says
+one target per step (:mod:`._target`), and delegates: a type handler's one
+write hook (:mod:`.handlers`) writes the value, telling the write modes apart
+in one place (:mod:`._write_modes`), :mod:`._output_metadata` says
 what was written, and :mod:`._load` loads inputs. The dataset layer does the
 I/O and gives the guarantees (atomic commits, verified reads).
 """
@@ -24,7 +25,7 @@ from dagster import (
 from dagster._core.errors import DagsterInvariantViolationError
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
-from ..dataset import ParquetDatasetStore
+from ..dataset import ParquetDatasetStore, read_live
 from ..errors import RemoteStoreError
 from . import _backfill_split as _bf
 from . import _context as _ctx
@@ -33,11 +34,10 @@ from . import _presentation as _present
 from . import keys as keys_mod
 from ._asset_data_version import set_output_data_version
 from ._handler_base import TypeHandler
-from ._load import NoDataStored, UnsupportedTypeError, load_input, type_label
+from ._load import NoDataStored, UnsupportedTypeError, input_target, load_input, type_label
 from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry, default_registry
-from ._special_outputs import recorded_metadata, write_backfill, write_none
-from ._write_modes import write_output
+from ._special_outputs import output_target, write_backfill, write_none, write_output
 from .options import AS_OF_KEY, ReadOptions, WriteOptions, run_as_of
 from .resources import StoreResource, store_resource_for
 
@@ -465,18 +465,19 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             _present.declared_descriptions(context.definition_metadata), self.preview_rows
         )
         metadata = manifest_metadata(context, handler.type_name)
-        _own.check_owner(recorded_metadata(datasets, key), _own.owner(metadata), key=key, writing=True)
-        written = write_output(
+        live = read_live(datasets, key)  # the step's one read of the manifest: owner, retries and the write use it
+        recorded = live.manifest.metadata if live.manifest is not None else None
+        _own.check_owner(recorded, _own.owner(metadata), key=key, writing=True)
+        target = output_target(
             context,
-            datasets,
-            handler,
-            key,
-            obj,
-            options,
-            run_id=_ctx.run_id_of(context),
+            what=what,
+            dataset_key=key,
+            options=options,
             metadata=metadata,
+            live=live,
             presentation=presentation,
         )
+        written = write_output(target, datasets, handler, obj)
         uri, name, preview = datasets.store.uri(key), handler.type_name, presentation.preview
         md = output_metadata(
             context, key=key, uri=uri, written=written, type_name=name, options=options, preview=preview
@@ -539,8 +540,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 as one value, or partitions whose schemas cannot be concatenated.
         """
         self._check_executor(context)
-        targets = self.input_dataset_keys(context)
-        return load_input(context, self._dataset_store(), self.registry, targets, lambda: self._sibling_keys(context))
+        target = input_target(context, self.input_dataset_keys(context))  # the input's one target
+        return load_input(target, self._dataset_store(), self.registry, lambda: self._sibling_keys(context))
 
     def _sibling_keys(self, context: InputContext) -> list[str]:
         """Dataset keys of some partitions of an input's upstream asset, to learn its schema from.

@@ -1,7 +1,16 @@
 """Dataset layer: Spec 042 Parquet datasets on any Store."""
 
 from ._dataset_options import DatasetOptions
-from ._pinned import CommittedManifests, PinnedDatasets, pin_manifests, read_committed_manifests
+from ._pinned import (
+    CommittedManifests,
+    LiveDatasets,
+    PinnedDatasets,
+    pin_manifests,
+    read_committed_manifests,
+    read_live,
+    write_from_live,
+)
+from .commit.live import LiveVersion
 from .commit.transaction import PendingWrite
 from .expressions.merge_keys import MergeResult
 from .format.data_version import data_version
@@ -22,6 +31,8 @@ __all__ = [
     "DatasetManifest",
     "DatasetOptions",
     "FileEntry",
+    "LiveDatasets",
+    "LiveVersion",
     "MergePlan",
     "MergeReplanNeeded",
     "MergeResult",
@@ -36,4 +47,6 @@ __all__ = [
     "data_version",
     "pin_manifests",
     "read_committed_manifests",
+    "read_live",
+    "write_from_live",
 ]

@@ -1,4 +1,5 @@
-"""Reading many datasets from manifests fetched once: :func:`read_committed_manifests` and :func:`pin_manifests`.
+"""Reading and writing datasets from manifests fetched once: :func:`read_committed_manifests`,
+:func:`pin_manifests`, :func:`read_live` and :func:`write_from_live`.
 
 The Dagster and Spark layers read the committed manifests of N partition
 datasets in one parallel pass (:func:`read_committed_manifests`), decide from
@@ -7,26 +8,48 @@ then read through :func:`pin_manifests`'s view, whose reads of those datasets'
 latest version start from the manifests already fetched instead of fetching
 them again. The view reads the versions committed when the manifests were
 fetched, as a scan does once it is created.
+
+A write that must look at the live manifest first (the Dagster layer checks the
+owner and the exactly-once window recorded in it) reads it with
+:func:`read_live` and writes through :func:`write_from_live`'s view, whose
+write, append or merge of that dataset begins from it instead of reading it
+again; the commit's compare-and-swap refuses it if another writer committed
+meanwhile, and then rebuilds on the newer version (see :mod:`.commit.live`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import validate_key
+from .commit.live import LiveVersion
+from .commit.live import read_live as _read_live
+from .expressions.merge_keys import MergeResult
 from .io.read_parts import ReadPlan
 from .manifest import DatasetManifest
+from .ops import append, merge, write
 from .ops.many import CommittedManifests, read_committed, scan_many
 from .ops.read import check_scan_keys, plan_manifest
+from .ops.read import read_dataset as read_pinned
 from .store import ParquetDatasetStore
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
 
-__all__ = ["CommittedManifests", "PinnedDatasets", "pin_manifests", "read_committed_manifests"]
+__all__ = [
+    "CommittedManifests",
+    "LiveDatasets",
+    "PinnedDatasets",
+    "pin_manifests",
+    "read_committed_manifests",
+    "read_live",
+    "write_from_live",
+]
 
 
 def read_committed_manifests(
@@ -58,9 +81,9 @@ def read_committed_manifests(
 class PinnedDatasets(ParquetDatasetStore):
     """A :class:`ParquetDatasetStore` whose reads of some datasets' latest version use manifests already read.
 
-    ``read_manifest``, ``plan_read`` and ``scan_datasets`` of a key in
-    :attr:`pins` (latest version) start from its pinned manifest, or raise the
-    error recorded for it; every other call, and every other key, reads the
+    ``read_manifest``, ``plan_read``, ``read_dataset``, ``scan_dataset`` and
+    ``scan_datasets`` of a key in :attr:`pins` (latest version) start from its
+    pinned manifest, or raise the error recorded for it; every other call, and every other key, reads the
     store as the base class does. Made by :func:`pin_manifests`.
     """
 
@@ -104,6 +127,44 @@ class PinnedDatasets(ParquetDatasetStore):
             return super().plan_read(key, filters=filters, version=version, as_of=as_of)
         return plan_manifest(key, self.pins.manifest(key), filters)
 
+    def read_dataset(
+        self,
+        key: str,
+        *,
+        columns: Sequence[str] | None = None,
+        filters: Any = None,
+        version: int | None = None,
+        as_of: datetime | None = None,
+    ) -> pa.Table:
+        """As :meth:`ParquetDatasetStore.read_dataset`; a pinned key's latest is read from its pinned manifest
+        (and, as any read, from the newer version if a commit removed the files it lists meanwhile).
+
+        Raises:
+            As :meth:`ParquetDatasetStore.read_dataset` (for a pinned key, what reading its manifest gave).
+        """
+        if version is not None or as_of is not None or key not in self.pins.keys:
+            return super().read_dataset(key, columns=columns, filters=filters, version=version, as_of=as_of)
+        manifest = self.pins.manifest(key)
+        return read_pinned(self.store, key, columns=columns, filters=filters, version=None, committed=manifest)
+
+    def scan_dataset(
+        self,
+        key: str,
+        *,
+        columns: Sequence[str] | None = None,
+        filters: Any = None,
+        version: int | None = None,
+        as_of: datetime | None = None,
+    ) -> pads.Dataset:
+        """As :meth:`ParquetDatasetStore.scan_dataset`; a pinned key's latest is scanned from its pinned manifest.
+
+        Raises:
+            As :meth:`ParquetDatasetStore.scan_dataset` (for a pinned key, what reading its manifest gave).
+        """
+        if version is not None or as_of is not None or key not in self.pins.keys:
+            return super().scan_dataset(key, columns=columns, filters=filters, version=version, as_of=as_of)
+        return scan_many(self.store, [key], columns=columns, filters=filters, committed=self.pins)
+
     def scan_datasets(
         self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None
     ) -> pads.Dataset:
@@ -128,3 +189,104 @@ def pin_manifests(datasets: ParquetDatasetStore, committed: CommittedManifests) 
     pinned.__dict__.update({k: v for k, v in vars(datasets).items() if k != "pins"})
     pinned.pins = committed
     return pinned
+
+
+def read_live(datasets: ParquetDatasetStore, key: str) -> LiveVersion:
+    """The live version of ``key``: its manifest (``None`` if absent or corrupt) and store token, in one read.
+
+    Write through :func:`write_from_live` to begin from it.
+
+    Raises:
+        ValueError: an unsafe key.
+        StoreAccessError / OSError: the store cannot be reached.
+    """
+    return _read_live(datasets.store, validate_key(key, what="dataset key"))
+
+
+class LiveDatasets(ParquetDatasetStore):
+    """A :class:`ParquetDatasetStore` whose writes of one dataset begin from its live version already read.
+
+    ``write_dataset``, ``append_dataset`` and ``merge_dataset`` of :attr:`live`'s key
+    begin from :attr:`live` (a merge: its first attempt) instead of reading the manifest;
+    every other call, and every other key, works as in the base class. Made by
+    :func:`write_from_live`.
+    """
+
+    live: LiveVersion
+
+    def write_dataset(
+        self,
+        table: pa.Table | pa.RecordBatchReader,
+        key: str,
+        *,
+        overwrite: bool = False,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        partition_by: Sequence[str] | None = None,
+        expect_owner: Mapping[str, str | None] | None = None,
+    ) -> DatasetManifest:
+        """As :meth:`ParquetDatasetStore.write_dataset`, beginning from :attr:`live` for its key.
+
+        Raises:
+            As :meth:`ParquetDatasetStore.write_dataset`.
+        """
+        live = self.live if key == self.live.key else None
+        args = (overwrite, run_id, metadata, partition_by, expect_owner)
+        return write.write_dataset(self._options, table, key, *args, live=live)
+
+    def append_dataset(
+        self,
+        table: pa.Table | pa.RecordBatchReader,
+        key: str,
+        *,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        partition_by: Sequence[str] | None = None,
+        allow_new_columns: bool = False,
+        expect_owner: Mapping[str, str | None] | None = None,
+        idempotency_key: str | None = None,
+    ) -> DatasetManifest:
+        """As :meth:`ParquetDatasetStore.append_dataset`, beginning from :attr:`live` for its key.
+
+        Raises:
+            As :meth:`ParquetDatasetStore.append_dataset`.
+        """
+        live = self.live if key == self.live.key else None
+        args = (run_id, metadata, partition_by, allow_new_columns, expect_owner, idempotency_key)
+        return append.append_dataset(self._options, table, key, *args, live=live)
+
+    def merge_dataset(
+        self,
+        source: pa.Table,
+        key: str,
+        *,
+        key_columns: Sequence[str],
+        strategy: str = "upsert",
+        partition_by: Sequence[str] | None = None,
+        run_id: str | None = None,
+        metadata: dict[str, str] | None = None,
+        expect_owner: Mapping[str, str | None] | None = None,
+        idempotency_key: str | None = None,
+    ) -> MergeResult:
+        """As :meth:`ParquetDatasetStore.merge_dataset`; its first attempt plans on :attr:`live` for its key.
+
+        Raises:
+            As :meth:`ParquetDatasetStore.merge_dataset`.
+        """
+        live = self.live if key == self.live.key else None
+        args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner, idempotency_key)
+        return merge.merge_dataset(self._options, source, key, *args, live=live)
+
+
+def write_from_live(datasets: ParquetDatasetStore, live: LiveVersion) -> LiveDatasets:
+    """A view of ``datasets`` whose writes of ``live``'s dataset begin from ``live`` (see :class:`LiveDatasets`).
+
+    Raises:
+        TypeError: ``live`` did not come from :func:`read_live`.
+    """
+    if not isinstance(live, LiveVersion):
+        raise TypeError(f"live must come from read_live, got {type(live).__name__}")
+    view = LiveDatasets.__new__(LiveDatasets)
+    view.__dict__.update({k: v for k, v in vars(datasets).items() if k not in ("pins", "live")})
+    view.live = live
+    return view

@@ -15,13 +15,18 @@ small aggregates.
   destination and partition values, nothing committed.
 * :func:`read_spark_dataset` -- exactly the manifest's parts, verified, as a DataFrame.
 * :func:`read_spark_datasets` -- many datasets (e.g. partitions) as one DataFrame, one scan.
+* :func:`write_spark_partitions` -- one DataFrame split over several datasets (a
+  :class:`PartitionedWrite`, e.g. a Dagster single-run backfill) in one Spark job.
 * :func:`spark_schema_to_arrow` / :func:`arrow_schema_to_spark` -- the schema mapping both use.
-* :class:`~dagster_parquet_dataset.spark.handler.SparkDataFrameHandler` -- the
-  ``RemoteStoreIOManager`` type handler (imported on demand).
+* ``SparkDataFrameHandler`` -- the ``RemoteStoreIOManager`` type handler, which
+  belongs to the Dagster layer (``dagster_io.handlers``) and uses only the names
+  above; ``dagster_parquet_dataset.spark.handler`` re-exports it. Nothing in this
+  layer imports the Dagster layer otherwise.
 """
 
 from __future__ import annotations
 
+from ._backfill_job import PartitionedWrite, write_spark_partitions
 from ._parts import Destination, WrittenParts, delete_attempt_leftovers, write_spark_parts
 from ._spark_append import append_spark_dataset
 from ._spark_merge import merge_spark_dataset
@@ -31,6 +36,7 @@ from ._spark_write import write_spark_dataset
 
 __all__ = [
     "Destination",
+    "PartitionedWrite",
     "WrittenParts",
     "append_spark_dataset",
     "arrow_schema_to_spark",
@@ -41,4 +47,5 @@ __all__ = [
     "spark_schema_to_arrow",
     "write_spark_dataset",
     "write_spark_parts",
+    "write_spark_partitions",
 ]

@@ -1,4 +1,10 @@
-"""A single-run backfill of a Spark DataFrame: one Spark job writes every partition's parts.
+"""One Spark DataFrame written to several datasets (a single-run backfill): one Spark job writes every partition's parts.
+
+The caller (the Dagster layer's single-run backfill) describes the write as a
+:class:`PartitionedWrite`: plain data (targets, a
+:class:`~dagster_parquet_dataset.dataset.engine.RowLocator`, write options)
+plus how to commit the partitions (``commit_each``); this module imports
+nothing from the Dagster layer.
 
 The executors do the splitting: a first ``mapInArrow`` stage tags each row
 with the index of its partition (the run's
@@ -26,16 +32,14 @@ raises ``ValueError``: no partition changes.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
 import pyarrow as pa
 
-from ..dagster_io._backfill_split import Backfill, commit_each
-from ..dagster_io._ownership import commit_owner
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore, PendingAppend, PendingWrite
 from ..dataset.engine import RowLocator, check_partition_by
 from ..errors import CommitOutcomeUnknown
@@ -55,6 +59,72 @@ log = logging.getLogger(__name__)
 
 #: Name of the column holding why a row maps to no partition (internal; never stored).
 ERROR_COLUMN = "__pds_error"
+
+R = TypeVar("R")
+
+
+class PartitionTarget(Protocol):
+    """One dataset of a :class:`PartitionedWrite`: its partition key, dataset key, manifest metadata and owner."""
+
+    @property
+    def partition_key(self) -> str: ...
+
+    @property
+    def dataset_key(self) -> str: ...
+
+    @property
+    def metadata(self) -> dict[str, str]: ...
+
+    @property
+    def expect_owner(self) -> Mapping[str, str | None]: ...
+
+
+class PartitionedWriteOptions(Protocol):
+    """The write options a :class:`PartitionedWrite` applies to every partition."""
+
+    @property
+    def write_mode(self) -> str: ...
+
+    @property
+    def partition_by(self) -> Sequence[str] | None: ...
+
+    @property
+    def allow_new_columns(self) -> bool: ...
+
+    @property
+    def key_columns(self) -> Sequence[str] | None: ...
+
+    @property
+    def merge_strategy(self) -> str: ...
+
+
+class PartitionedWrite(Protocol):
+    """What :func:`write_spark_partitions` writes: one DataFrame's rows split over several datasets.
+
+    ``targets`` are in ``locator``'s order; ``what`` names the output in messages;
+    ``commit_each(write)`` runs ``write(i)`` for every target, ``threads`` at a time,
+    and says which committed when some fail.
+    """
+
+    @property
+    def what(self) -> str: ...
+
+    @property
+    def targets(self) -> Sequence[PartitionTarget]: ...
+
+    @property
+    def locator(self) -> RowLocator: ...
+
+    @property
+    def options(self) -> PartitionedWriteOptions: ...
+
+    @property
+    def run_id(self) -> str | None: ...
+
+    @property
+    def threads(self) -> int: ...
+
+    def commit_each(self, write: Callable[[int], R]) -> list[R]: ...
 
 
 @dataclass(frozen=True)
@@ -85,7 +155,7 @@ def _tag(df: DataFrame, locator: RowLocator) -> DataFrame:
 
 
 def write_spark_partitions(
-    df: DataFrame, datasets: ParquetDatasetStore, backfill: Backfill, *, repartition: bool = False
+    df: DataFrame, datasets: ParquetDatasetStore, backfill: PartitionedWrite, *, repartition: bool = False
 ) -> list[DatasetManifest]:
     """Write ``df`` split by ``backfill``'s partitions with its write options, on the executors.
 
@@ -117,7 +187,8 @@ def write_spark_partitions(
         TypeError: a column cannot be stored, or the partition column's type cannot
             map to its kind of partition.
         CapabilityNotSupported: a ``MemoryStore`` (invisible to the executors).
-        BackfillIncomplete: some partitions committed and others failed.
+        Exception: what ``backfill.commit_each`` raises when some partitions committed and others failed
+            (the Dagster layer's ``BackfillIncomplete``).
         pyspark.errors.PySparkException: the Spark job failed; what it wrote is removed.
     """
     check_shared_store(datasets.store, "write a Spark DataFrame")
@@ -145,14 +216,14 @@ def write_spark_partitions(
                 metadata=t.metadata,
                 partition_by=backfill.options.partition_by,
                 allow_new_columns=backfill.options.allow_new_columns,
-                expect_owner=commit_owner(t.metadata),
+                expect_owner=t.expect_owner,
             )
         return datasets.begin_write(
             t.dataset_key,
             overwrite=True,
             run_id=backfill.run_id,
             metadata=t.metadata,
-            expect_owner=commit_owner(t.metadata),
+            expect_owner=t.expect_owner,
         )
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pds-backfill") as pool:
@@ -209,7 +280,7 @@ def write_spark_partitions(
         return manifest
 
     try:
-        return commit_each([t.partition_key for t in targets], commit, backfill.threads, backfill.what)
+        return backfill.commit_each(commit)
     except BaseException:
         for i in set(range(len(targets))) - committed:
             _clean_up(datasets, writes[i], placed[i], failed.get(i), started=i in failed)
@@ -246,7 +317,7 @@ def _clean_up(
 
 
 def _layout(
-    pendings: list[PendingWrite | PendingAppend], schema: pa.Schema, backfill: Backfill
+    pendings: list[PendingWrite | PendingAppend], schema: pa.Schema, backfill: PartitionedWrite
 ) -> tuple[pa.Schema, tuple[str, ...]]:
     """The stored schema and partition columns every partition's parts share.
 
@@ -271,13 +342,13 @@ def _layout(
 
 
 def _merge_each(
-    tagged: DataFrame, datasets: ParquetDatasetStore, backfill: Backfill, repartition: bool
+    tagged: DataFrame, datasets: ParquetDatasetStore, backfill: PartitionedWrite, repartition: bool
 ) -> list[DatasetManifest]:
     """Check every row's partition (one job), then merge each partition's rows into its dataset.
 
     Raises:
         ValueError / TypeError: a row maps to no partition of the run; nothing is written.
-        BackfillIncomplete: some partitions merged and others failed.
+        Exception: what ``backfill.commit_each`` raises when some partitions merged and others failed.
     """
     from pyspark.sql import functions as F
 
@@ -301,8 +372,8 @@ def _merge_each(
             run_id=backfill.run_id,
             metadata=target.metadata,
             repartition=repartition,
-            expect_owner=commit_owner(target.metadata),
+            expect_owner=target.expect_owner,
         )
         return datasets.read_manifest(target.dataset_key)
 
-    return commit_each([t.partition_key for t in backfill.targets], merge, backfill.threads, backfill.what)
+    return backfill.commit_each(merge)

@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 from ..dataset import ParquetDatasetStore, PinnedDatasets, pin_manifests, read_committed_manifests
 from ..dataset.engine import DNF, PartCheck, PartsVanished, add_partition_columns, check_columns
 from ..dataset.manifest import DatasetManifest, FileEntry
-from ..errors import CapabilityNotSupported, DatasetIncomplete, NotFound
+from ..errors import CapabilityNotSupported, DatasetIncomplete, NotFound, RemoteStoreError
 from ..storage.base import Store, validate_key
 from ..storage.local import LocalStore
 from ..storage.s3 import S3Store
@@ -202,10 +202,8 @@ class _TaskReader:
 
 
 def _about(exc: BaseException, key: str) -> BaseException:
-    """Record on ``exc`` the dataset it is about (``dataset_key``), as the IO manager's ``read_many`` contract asks."""
-    if getattr(exc, "dataset_key", None) is None:
-        exc.dataset_key = key  # type: ignore[attr-defined]
-    return exc
+    """Record on ``exc`` the dataset it is about (its ``key``), as the IO manager's ``read_many`` contract asks."""
+    return exc.about(key) if isinstance(exc, RemoteStoreError) else exc
 
 
 def _latest_manifest(datasets: ParquetDatasetStore, key: str) -> DatasetManifest | None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -14,6 +14,9 @@ import pyarrow.compute as pc
 import pyarrow.types as pat
 
 from .pruning import ColumnStats
+
+if TYPE_CHECKING:
+    from .manifest import DatasetManifest
 
 STRATEGIES = ("upsert", "insert", "update")
 
@@ -32,6 +35,8 @@ class MergeResult:
         preserved_files: files the new version keeps as they were.
         new_files: files the merge wrote (rewrites of matched files, inserts).
         version: the committed version (``None`` when nothing changed).
+        manifest: the committed manifest, or the live one when nothing changed (``None`` when
+            the merge's writer does not know it); not part of equality.
     """
 
     inserted: int
@@ -40,6 +45,7 @@ class MergeResult:
     preserved_files: tuple[str, ...]
     new_files: tuple[str, ...]
     version: int | None
+    manifest: DatasetManifest | None = field(default=None, repr=False, compare=False)
 
 
 def check_key_columns(key_columns: Any, strategy: Any, names: Sequence[str]) -> list[str]:

@@ -260,13 +260,14 @@ def missing_dataset_error(key: str, paths: Iterable[str]) -> DatasetIncomplete:
     nested = sorted(p[: -len(_MANIFEST) - 1] for p in paths if p.endswith("/" + _MANIFEST) and p != own_manifest)
     prefixes = tuple(n + "/" for n in nested)
     if any(not p.startswith(prefixes) for p in paths):
-        return DatasetIncomplete(f"dataset {key!r} has files but no _SUCCESS: a write did not finish")
+        return DatasetIncomplete(f"dataset {key!r} has files but no _SUCCESS: a write did not finish", key=key)
     if not nested:
-        return DatasetNotFound(f"dataset {key!r} does not exist")
+        return DatasetNotFound(f"dataset {key!r} does not exist", key=key)
     named = ", ".join(repr(n) for n in nested[:_NAMED]) + (
         f" and {len(nested) - _NAMED} more" if len(nested) > _NAMED else ""
     )
     return DatasetNotFound(
         f"dataset {key!r} does not exist: {key!r} is a folder that only holds the nested datasets {named}; "
-        "read one of those"
+        "read one of those",
+        key=key,
     )

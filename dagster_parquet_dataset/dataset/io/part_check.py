@@ -280,7 +280,7 @@ class PartCheck:
             raise self._incomplete(problems[0])
 
     def _incomplete(self, problem: VerifyProblem) -> DatasetIncomplete:
-        return DatasetIncomplete(f"dataset {self.dataset_key!r}: {problem.message}")
+        return DatasetIncomplete(f"dataset {self.dataset_key!r}: {problem.message}", key=self.dataset_key)
 
     def check(self, store: Store, entry: FileEntry) -> None:
         """Check ``entry``'s file: it exists with its size, and its footer agrees with the manifest.

@@ -268,7 +268,9 @@ def _read_one(
         except FileNotFoundError as exc:
             raise PartsVanished([entry.path], str(exc)) from None
         except (pa.ArrowException, OSError) as exc:
-            raise DatasetIncomplete(f"dataset {dataset_key!r}: part {entry.path!r} could not be read ({exc})") from None
+            raise DatasetIncomplete(
+                f"dataset {dataset_key!r}: part {entry.path!r} could not be read ({exc})", key=dataset_key
+            ) from None
     if residual is False:
         table = table.slice(0, 0)
     elif isinstance(residual, list):
@@ -323,7 +325,8 @@ def read_parts(
         total = sum(t.num_rows for t in tables)
         if filters is None and total != manifest.row_count:
             raise DatasetIncomplete(
-                f"dataset {dataset_key!r}: parts hold {total} rows but the manifest records {manifest.row_count}"
+                f"dataset {dataset_key!r}: parts hold {total} rows but the manifest records {manifest.row_count}",
+                key=dataset_key,
             )
     result_schema = pa.schema([schema.field(c) for c in output], metadata=schema.metadata)
     if not tables:

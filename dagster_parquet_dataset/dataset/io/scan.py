@@ -61,7 +61,8 @@ class _Part:
 
     def missing(self) -> DatasetIncomplete:
         return DatasetIncomplete(
-            f"dataset {self.dataset_key!r}: part {self.entry.path!r} listed in the manifest is missing"
+            f"dataset {self.dataset_key!r}: part {self.entry.path!r} listed in the manifest is missing",
+            key=self.dataset_key,
         )
 
     def check_size(self, actual: int) -> None:
@@ -70,7 +71,8 @@ class _Part:
         if recorded is not None and actual != recorded:
             raise DatasetIncomplete(
                 f"dataset {self.dataset_key!r}: part {self.entry.path!r} is {actual} bytes but the manifest "
-                f"records {recorded}: it is truncated or was replaced"
+                f"records {recorded}: it is truncated or was replaced",
+                key=self.dataset_key,
             )
 
 

@@ -16,6 +16,7 @@ from ...errors import CommitConflict
 from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
+from ..commit.live import LiveVersion, begin_point
 from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest, repair_success
 from ..delta import check_delta_schema, delta_ready
 from ..format.data_version import entries_hash
@@ -117,6 +118,7 @@ def _begin(
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
     expect_owner: Mapping[str, str | None] | None,
+    current: tuple[DatasetManifest | None, str | None] | None = None,
 ) -> tuple[Transaction, tuple[str, ...], pa.Schema | None]:
     """The append's transaction, partitioning and target schema (``None`` for a new dataset)."""
     check_key_fits(options.store, key)
@@ -124,7 +126,9 @@ def _begin(
     check_run_id(run_id)
     options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, action="append to datasets")
     metadata = check_metadata(metadata)
-    txn = Transaction.begin(options, key, overwrite=False, run_id=run_id, metadata=metadata, expect_owner=expect_owner)
+    txn = Transaction.begin(
+        options, key, overwrite=False, run_id=run_id, metadata=metadata, current=current, expect_owner=expect_owner
+    )
     current = txn.current
     if current is None and txn.exists:
         read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
@@ -149,14 +153,16 @@ def append_dataset(
     allow_new_columns: bool,
     expect_owner: Mapping[str, str | None] | None = None,
     idempotency_key: str | None = None,
+    *,
+    live: LiveVersion | None = None,
 ) -> DatasetManifest:
-    """See :meth:`ParquetDatasetStore.append_dataset`."""
+    """See :meth:`ParquetDatasetStore.append_dataset` (``live``: the live version already read, see :mod:`..commit.live`)."""
     key = validate_key(key, what="dataset key")
     check_input(table, "append_dataset")
     if options.delta_log:
         table = delta_ready(table, key=key)
     args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
-    txn, partition, target = _begin(options, key, table.schema, *args)
+    txn, partition, target = _begin(options, key, table.schema, *args, current=begin_point(live, key))
     if target is not None:
         table = conform_data(table, target, key=key)
     check_write_fits(options.store, key, table, partition)

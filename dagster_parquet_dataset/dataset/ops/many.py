@@ -94,9 +94,7 @@ def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREAD
         try:
             return committed_root(store, key)
         except (DatasetIncomplete, ManifestCorrupted, NotFound) as exc:  # DatasetNotFound included
-            if getattr(exc, "dataset_key", None) is None:
-                exc.dataset_key = key  # type: ignore[union-attr]
-            return exc
+            return exc.about(key)
 
     keys = tuple(keys)
     results = parallel_map(one, keys, threads)

@@ -18,9 +18,10 @@ from ...errors import AlreadyExists, DatasetNotFound
 from ...storage.base import Capability, Store, validate_key
 from .._dataset_options import DatasetOptions, check_metadata
 from ..commit.external_entries import check_external_entries
+from ..commit.live import LiveVersion, begin_point
 from ..commit.owner import check_expect_owner, check_owner
 from ..commit.retry import Replan, retry_replans
-from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest, read_current
+from ..commit.transaction import Build, PendingWrite, Transaction, is_tombstone, new_manifest, read_current
 from ..expressions.merge_keys import KeyIndex, MergeResult, check_merge_args, check_merge_types, match_keys
 from ..format.layout import part_name
 from ..format.partition import encode_partition_values
@@ -55,8 +56,11 @@ def merge_dataset(
     metadata: dict[str, str] | None,
     expect_owner: Mapping[str, str | None] | None = None,
     idempotency_key: str | None = None,
+    *,
+    live: LiveVersion | None = None,
 ) -> MergeResult:
-    """See :meth:`ParquetDatasetStore.merge_dataset`."""
+    """See :meth:`ParquetDatasetStore.merge_dataset` (``live``: the live version already read, see :mod:`..commit.live`;
+    only the first attempt begins from it)."""
     key = validate_key(key, what="dataset key")
     keys = check_merge_args(source, key_columns, strategy)
     check_key_fits(options.store, key)
@@ -67,9 +71,15 @@ def merge_dataset(
     content = f"{table_hash(source)}/{strategy}/{','.join(keys)}" if idempotency_key is not None else None
     idempotency = None if idempotency_key is None or content is None else (idempotency_key, content)
 
+    given = [begin_point(live, key)]
+
     def attempt() -> MergeResult:
         while True:
-            current, token = read_current(options.store, key)
+            at = given.pop() if given else None
+            if at is None:
+                current, token = read_current(options.store, key)
+            else:
+                current, token = (None, None) if is_tombstone(at[0]) else at
             if current is None and token is not None:
                 read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
             if current is not None:
@@ -87,10 +97,11 @@ def merge_dataset(
                     metadata=metadata,
                     partition_by=partition_by,
                     expect_owner=owner,
+                    live=None if at is None else live,
                 )
             except AlreadyExists:
                 continue  # created meanwhile: merge into it
-            return MergeResult(source.num_rows, 0, (), (), tuple(manifest.parts), manifest.version)
+            return MergeResult(source.num_rows, 0, (), (), tuple(manifest.parts), manifest.version, manifest)
 
     return retry_replans(
         options.commit_timeout,
@@ -169,7 +180,7 @@ def _merge_into(
     insert_rows = np.flatnonzero(~matched_source) if strategy != "update" else np.array([], dtype=np.int64)
     updated = int(np.count_nonzero(matched_source)) if rewrite else 0
     if not rewrite and not len(insert_rows):
-        return MergeResult(0, 0, (), tuple(current.parts), (), None)
+        return MergeResult(0, 0, (), tuple(current.parts), (), None, current)
 
     at = (current, token)
     txn = Transaction.begin(
@@ -201,7 +212,7 @@ def _merge_into(
     )
     if txn.recognised:  # an earlier attempt committed this merge: nothing changed now
         complete_recognised(options, key)
-        return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version)
+        return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version, committed)
     return _result(committed, new_entries, rewritten, len(insert_rows), updated)
 
 
@@ -302,6 +313,7 @@ def _result(
         preserved_files=preserved,
         new_files=new_paths,
         version=committed.version,
+        manifest=committed,
     )
 
 
@@ -327,7 +339,7 @@ def commit_merge(
         )
     entries = check_external_entries(options.store, key, new_entries, schema, plan.partition_by, listed=current.parts)
     if not rewritten_set and not entries:
-        return MergeResult(0, 0, (), tuple(current.parts), (), None)
+        return MergeResult(0, 0, (), tuple(current.parts), (), None, current)
     touched = candidate_paths | {e.path for e in plan.elsewhere}
     txn = Transaction.resume(options, plan.pending())
     txn.adopt(e.path for e in entries)

@@ -115,11 +115,18 @@ def plan_manifest(key: str, manifest: DatasetManifest, filters: Any) -> ReadPlan
 
 
 def read_dataset(
-    store: Store, key: str, *, columns: Sequence[str] | None, filters: Any, version: int | None
+    store: Store,
+    key: str,
+    *,
+    columns: Sequence[str] | None,
+    filters: Any,
+    version: int | None,
+    committed: DatasetManifest | None = None,
 ) -> pa.Table:
     """See :meth:`ParquetDatasetStore.read_dataset`: a read that starts again on the new manifest
-    when a commit replaced the parts it planned on."""
-    manifest = committed_manifest(store, key, version)
+    when a commit replaced the parts it planned on. ``committed``: the latest committed manifest,
+    already read (then ``version`` is ``None``); the read starts from it instead of fetching it."""
+    manifest = committed if committed is not None else committed_manifest(store, key, version)
     for attempt in range(_READ_ATTEMPTS):
         if attempt:
             time.sleep(random.uniform(0, 0.01 * attempt))  # let a burst of commits pass

@@ -12,6 +12,7 @@ from ...errors import AlreadyExists
 from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
+from ..commit.live import LiveVersion, begin_point
 from ..commit.transaction import PendingWrite, Transaction, new_manifest, repair_success
 from ..delta import check_delta_schema, delta_ready
 from ..format.layout import SUCCESS_NAME
@@ -49,8 +50,10 @@ def write_dataset(
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
     expect_owner: Mapping[str, str | None] | None = None,
+    *,
+    live: LiveVersion | None = None,
 ) -> DatasetManifest:
-    """See :meth:`ParquetDatasetStore.write_dataset`."""
+    """See :meth:`ParquetDatasetStore.write_dataset` (``live``: the live version already read, see :mod:`..commit.live`)."""
     key = validate_key(key, what="dataset key")
     check_input(table, "write_dataset")
     if options.delta_log:
@@ -60,7 +63,10 @@ def write_dataset(
     check_key_fits(options.store, key)
     check_write_fits(options.store, key, table, partition)
     schema = recorded_schema(table.schema, partition, key=key)
-    txn = _begin(options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner)
+    at = begin_point(live, key)
+    txn = _begin(
+        options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner, current=at
+    )
     with txn.writing():
         entries = write_parts(options, txn, table, partition)
     operation = "overwrite" if txn.exists else "write"
@@ -101,6 +107,7 @@ def _begin(
     run_id: str | None,
     metadata: dict[str, str] | None,
     expect_owner: Mapping[str, str | None] | None,
+    current: tuple[DatasetManifest | None, str | None] | None = None,
 ) -> Transaction:
     check_run_id(run_id)
     metadata = check_metadata(metadata)
@@ -116,6 +123,7 @@ def _begin(
         metadata=metadata,
         claim=True,
         exclusive=not overwrite,
+        current=current,
         expect_owner=expect_owner,
     )
     if txn.exists and not overwrite:

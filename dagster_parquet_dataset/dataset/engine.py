@@ -21,7 +21,7 @@ from ._read import check_columns
 from ._retry import Backoff, retry_replans
 from ._stats import file_column_stats
 from ._values import type_kind
-from ._write import PartOptions, encode_part
+from ._write import PartOptions, encode_part, hash_before_footer
 from .manifest import schema_hash
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "encode_part",
     "encode_partition_values",
     "file_column_stats",
+    "hash_before_footer",
     "is_spec_name",
     "part_name",
     "partition_folder",

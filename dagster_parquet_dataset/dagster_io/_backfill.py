@@ -228,11 +228,14 @@ class PartitionTarget:
         partition_key: the Dagster partition key.
         dataset_key: its dataset (the key a one-partition run writes).
         metadata: the manifest metadata to record (type and owner, as a one-partition run's).
+        idempotency_key: what an append or merge of this partition commits with, so a retried
+            step does not apply its rows twice (``None`` outside a run; see :mod:`._retries`).
     """
 
     partition_key: str
     dataset_key: str
     metadata: dict[str, str]
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True)

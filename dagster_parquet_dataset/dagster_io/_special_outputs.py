@@ -21,6 +21,7 @@ from . import _backfill as _bf
 from . import _context as _ctx
 from . import _ownership as _own
 from . import _presentation as _present
+from . import _retries
 from ._data_version import set_output_data_version
 from ._handler_base import NO_DATA_KEY, TypeHandler
 from ._output_metadata import manifest_metadata, output_metadata
@@ -139,7 +140,7 @@ def write_backfill(
         key = key_for(path, partitions_def, pk)
         metadata = manifest_metadata(context, handler.type_name, pk)
         _own.check_owner(recorded_metadata(datasets, key), _own.owner(metadata), key=key, writing=True)
-        targets.append(_bf.PartitionTarget(pk, key, metadata))
+        targets.append(_bf.PartitionTarget(pk, key, metadata, _retries.idempotency_key(context, pk)))
     arrow = registry.for_type(pa.Table)
     assert arrow is not None
     run_id = _ctx.run_id_of(context)

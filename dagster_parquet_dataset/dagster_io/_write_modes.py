@@ -112,6 +112,12 @@ def write_output(
     """
     with _own.collisions(key):
         own = None
+        idem = (
+            _retries.idempotency_key(context, metadata.get(PARTITION_KEY_KEY))
+            if options.write_mode != "overwrite"
+            else None
+        )
+        before = _retries.live_entry(datasets, key, idem)
         if not handler.converts_in_process():
             if options.is_default:
                 manifest = handler.write(context, datasets, key, obj, run_id=run_id, metadata=metadata)
@@ -124,18 +130,18 @@ def write_output(
             if own is not None and own.merge is None and own.manifest is not None:
                 rows = own.rows if own.rows is not None else own.manifest.row_count
                 if options.write_mode == "append":
-                    return Written(own.manifest, rows, None, {"rows_appended": MetadataValue.int(rows)})
+                    extra = {
+                        "rows_appended": MetadataValue.int(rows),
+                        **_retries.recognised(before, own.manifest, idem),
+                    }
+                    return Written(own.manifest, rows, None, extra)
                 return Written(own.manifest, rows, total_bytes(own.manifest))
         if own is not None and own.merge is not None:
-            return _merged(datasets, key, options, own.merge)
+            merged = _merged(datasets, key, options, own.merge)
+            merged.extra.update(_retries.recognised(before, merged.manifest, idem))
+            return merged
         data = _arrow_of(handler, obj, presentation)
         owner = _own.commit_owner(metadata)
-        idem = (
-            _retries.idempotency_key(context, metadata.get(PARTITION_KEY_KEY))
-            if options.write_mode != "overwrite"
-            else None
-        )
-        before = _retries.live_entry(datasets, key, idem)
         if options.write_mode == "overwrite":
             manifest = datasets.write_dataset(
                 data,

@@ -15,6 +15,7 @@ from ._keys import check_folder_fits
 from ._layout import is_spec_name, part_name, single_name
 from ._locate import OUTSIDE, Dimension, RowLocator
 from ._merge import check_key_columns
+from ._ops.merge import merge_content
 from ._part_check import PartCheck, PartsVanished
 from ._partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
 from ._read import check_columns
@@ -45,6 +46,7 @@ __all__ = [
     "file_column_stats",
     "hash_before_footer",
     "is_spec_name",
+    "merge_content",
     "part_name",
     "partition_folder",
     "retry_replans",

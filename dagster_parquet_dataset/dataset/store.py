@@ -249,14 +249,20 @@ class ParquetDatasetStore:
         args = (run_id, check_metadata(metadata), partition_by, allow_new_columns, expect_owner)
         return append.begin_append(self._options, key, schema, *args)
 
-    def commit_append(self, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:
+    def commit_append(
+        self, pending: PendingAppend, entries: Sequence[FileEntry], *, idempotency_key: str | None = None
+    ) -> DatasetManifest:
         """Commit parts written for ``pending`` as an append, rebased on concurrent commits.
+
+        With ``idempotency_key`` (as :meth:`append_dataset`'s; the content is the entries' content
+        hashes, so only entries that record one are keyed), a version that already records the key
+        with the same content is returned instead and the parts are deleted.
 
         Raises:
             CommitConflict: the dataset was repartitioned meanwhile, or commits kept winning.
             DatasetIncomplete / TypeError / ValueError: as :meth:`commit_write`, or a commit changed the schema.
         """
-        return append.commit_append(self._options, pending, entries)
+        return append.commit_append(self._options, pending, entries, idempotency_key)
 
     def plan_merge(
         self,
@@ -289,8 +295,15 @@ class ParquetDatasetStore:
         new_entries: Sequence[FileEntry],
         inserted: int,
         updated: int,
+        idempotency_key: str | None = None,
+        source_hash: str | None = None,
     ) -> MergeResult:
         """Commit a planned merge: drop the ``rewritten`` candidates, add ``new_entries``, once.
+
+        With ``idempotency_key`` and ``source_hash`` (a hash of the merge's source rows, which the
+        caller computes), as :meth:`merge_dataset`'s ``idempotency_key``: a version that already
+        records the key with the same source, strategy and key columns is returned instead (no rows
+        counted) and ``new_entries`` are deleted.
 
         Raises:
             MergeReplanNeeded / CommitConflict: a commit changed files the plan relied on / commits kept winning.
@@ -298,7 +311,14 @@ class ParquetDatasetStore:
             TypeError / ValueError: ``plan`` not from :meth:`plan_merge`, a non-candidate rewritten file, a bad entry.
         """
         return merge.commit_merge(
-            self._options, plan, rewritten=rewritten, new_entries=new_entries, inserted=inserted, updated=updated
+            self._options,
+            plan,
+            rewritten=rewritten,
+            new_entries=new_entries,
+            inserted=inserted,
+            updated=updated,
+            idempotency_key=idempotency_key,
+            source_hash=source_hash,
         )
 
     def read_manifest(self, key: str, *, version: int | None = None, as_of: datetime | None = None) -> DatasetManifest:

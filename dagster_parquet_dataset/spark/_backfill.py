@@ -17,6 +17,9 @@ Every ``write_mode`` works this way: an overwrite (optionally with
 one job, then commit each partition (``commit_write`` / ``commit_append``);
 a merge checks every row's partition in one job first, then merges each
 partition's rows on the executors (:func:`~._merge.merge_spark_dataset`).
+Appends and merges commit each partition with its target's idempotency key,
+so a retried step finds the partitions an earlier attempt committed and
+does not apply their rows twice.
 
 A row that maps to no partition of the run makes its task return an error
 row instead of parts; the driver then deletes everything the job wrote and
@@ -25,6 +28,7 @@ raises ``ValueError``: no partition changes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -48,6 +52,8 @@ from ._write import abandon
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
 
 #: Name of the column holding why a row maps to no partition (internal; never stored).
 ERROR_COLUMN = "__pds_error"
@@ -193,7 +199,7 @@ def write_spark_partitions(
     def commit(i: int) -> DatasetManifest:
         pending = pendings[i]
         if isinstance(pending, PendingAppend):
-            manifest = datasets.commit_append(pending, placed[i])
+            manifest = datasets.commit_append(pending, placed[i], idempotency_key=targets[i].idempotency_key)
         else:
             manifest = datasets.commit_write(pending, placed[i], stored, partition_by=partition or None)
         committed.add(i)
@@ -202,11 +208,13 @@ def write_spark_partitions(
     try:
         return commit_each([t.partition_key for t in targets], commit, backfill.threads, backfill.what)
     except BaseException:
-        # Partitions whose commit failed or never started: their parts are in no manifest.
+        # Partitions whose commit failed or never started: their parts go, except any a version lists
+        # (a commit can land and still raise: abandon_write never deletes a listed part).
         for i in set(range(len(targets))) - committed:
-            abandon(datasets, writes[i])
-            for entry in placed[i]:
-                datasets.store.delete(f"{writes[i].key}/{entry.path}", missing_ok=True)
+            try:
+                datasets.abandon_write(writes[i], [e.path for e in placed[i]])
+            except Exception as exc:  # cleanup must not hide the real error
+                log.warning("could not clean up partition %r: %s", targets[i].partition_key, exc)
         raise
 
 
@@ -267,6 +275,7 @@ def _merge_each(
             metadata=target.metadata,
             repartition=repartition,
             expect_owner=commit_owner(target.metadata),
+            idempotency_key=target.idempotency_key,
         )
         return datasets.read_manifest(target.dataset_key)
 

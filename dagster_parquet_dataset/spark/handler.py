@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
+from ..dagster_io import _retries
+from ..dagster_io._handler_base import PARTITION_KEY_KEY
 from ..dagster_io._ownership import commit_owner
 from ..dagster_io.handlers import OptionsWrite, TypeHandler
 from ..dataset import DatasetManifest, ParquetDatasetStore
@@ -210,6 +212,7 @@ class SparkDataFrameHandler(TypeHandler):
         """
         repartition = _repartition_option(context)
         owner = commit_owner(metadata)
+        idempotency_key = step_idempotency_key(context, metadata)
         if options.write_mode == "append":
             manifest = append_spark_dataset(
                 obj,
@@ -221,6 +224,7 @@ class SparkDataFrameHandler(TypeHandler):
                 allow_new_columns=options.allow_new_columns,
                 repartition=repartition,
                 expect_owner=owner,
+                idempotency_key=idempotency_key,
             )
             return OptionsWrite(manifest=manifest, rows=_appended(manifest))
         if options.write_mode == "merge":
@@ -235,6 +239,7 @@ class SparkDataFrameHandler(TypeHandler):
                 metadata=metadata,
                 repartition=repartition,
                 expect_owner=owner,
+                idempotency_key=idempotency_key,
             )
             return OptionsWrite(merge=result)
         manifest = write_spark_dataset(
@@ -331,6 +336,12 @@ class SparkDataFrameHandler(TypeHandler):
         except AnalysisException as exc:
             raise ValueError(f"the partitions' DataFrames cannot be unioned: {exc}") from None
         return combined
+
+
+def step_idempotency_key(context: OutputContext | None, metadata: dict[str, str]) -> str | None:
+    """The key an append or merge of this step output commits with (exactly-once retries, see
+    ``dagster_io/_retries.py``): the same for every attempt of the step, ``None`` outside a run."""
+    return _retries.idempotency_key(context, metadata.get(PARTITION_KEY_KEY))
 
 
 def _appended(manifest: DatasetManifest) -> int:

@@ -196,7 +196,12 @@ def begin_append(
     )
 
 
-def commit_append(options: DatasetOptions, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:
+def commit_append(
+    options: DatasetOptions,
+    pending: PendingAppend,
+    entries: Sequence[FileEntry],
+    idempotency_key: str | None = None,
+) -> DatasetManifest:
     """See :meth:`ParquetDatasetStore.commit_append`."""
     if not isinstance(pending, PendingAppend):
         raise TypeError(f"pending must come from begin_append, got {type(pending).__name__}")
@@ -209,4 +214,5 @@ def commit_append(options: DatasetOptions, pending: PendingAppend, entries: Sequ
     build = append_builder(
         options, pending.key, entries, incoming, pending.partition_by, pending.write, pending.allow_new_columns
     )
-    return txn.commit(build)
+    content = entries_hash(entries) if idempotency_key is not None else None
+    return txn.commit(build, idempotency=None if content is None else (idempotency_key, content))

@@ -15,6 +15,7 @@ from dagster_parquet_dataset import (
     Store,
     VersionNotRetained,
 )
+from dagster_parquet_dataset.dataset import pin_manifests, read_committed_manifests
 from tests._stores import WrappingStore
 
 KEY = "sales/orders"
@@ -138,3 +139,20 @@ def test_requests_an_as_of_read_adds() -> None:
     counting.calls.clear()
     ds.version_at(KEY, _between(t1, t2))
     assert dict(counting.calls) == {"exists": 1, "read_bytes": 3}
+
+
+def test_a_pinned_view_reads_and_plans_as_of(store: Store) -> None:
+    """``pin_manifests``' view serves the pinned latest version, and ``as_of`` still travels in time."""
+    ds = _three_versions(store)
+    t1, t2, _t3 = _committed(ds)
+    pinned = pin_manifests(ds, read_committed_manifests(ds, [KEY]))
+    assert pinned.read_manifest(KEY).version == 3
+    assert pinned.read_manifest(KEY, as_of=_between(t1, t2)).version == 1
+    assert pinned.read_manifest(KEY, as_of=t2).version == 2
+    assert pinned.plan_read(KEY).version == 3
+    assert pinned.plan_read(KEY, as_of=_between(t1, t2)).version == 1
+    assert pinned.plan_read(KEY, as_of=t2).version == 2
+    with pytest.raises(ValueError, match="not both"):
+        pinned.read_manifest(KEY, version=1, as_of=t2)
+    with pytest.raises(ValueError, match="not both"):
+        pinned.plan_read(KEY, version=1, as_of=t2)

@@ -1,4 +1,4 @@
-"""Dataset keys for Dagster assets, partitions and op outputs (DESIGN.md "Dagster mapping").
+"""Dataset keys for Dagster assets, partitions and op outputs (the published mapping of docs/dagster.md, "Keys").
 
 * asset ``["a", "b"]``                      -> ``a/b``
 * single-dimension partition ``p``         -> ``a/b/p``
@@ -129,7 +129,7 @@ def partition_values(partition_key: str, keys_by_dimension: Mapping[str, str] | 
     """Folder values for one partition key.
 
     A single-dimension key is its own value. A multi-dimension key gives one
-    value per dimension, ordered by sorted dimension name (DESIGN.md), no
+    value per dimension, ordered by sorted dimension name (docs/dagster.md), no
     matter the order the partitions definition lists them in.
     """
     if keys_by_dimension is None:

@@ -34,8 +34,10 @@ from ._handler_base import (
 from ._pandas_handler import PandasDataFrameHandler
 from ._polars_handlers import PolarsDataFrameHandler, PolarsLazyFrameHandler
 from ._registry import OPTIONAL_HANDLERS, HandlerRegistry, builtin_handlers, default_handlers, default_registry
+from ._retries import idempotency_key as step_idempotency_key
 
 __all__ = [
+    "step_idempotency_key",
     "ASSET_KEY_KEY",
     "NO_DATA_KEY",
     "OPTIONAL_HANDLERS",

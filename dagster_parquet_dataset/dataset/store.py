@@ -385,23 +385,19 @@ class ParquetDatasetStore:
             expect_owner=expect_owner,
         )
 
-    def commit_append(
-        self, pending: PendingAppend, entries: Sequence[FileEntry], *, idempotency_key: str | None = None
-    ) -> DatasetManifest:
+    def commit_append(self, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:
         """Commit parts written for ``pending`` as an append, rebased on concurrent commits.
 
         Args:
             pending: from :meth:`begin_append`.
             entries: one :class:`FileEntry` per part written, checked against its file before the commit.
-            idempotency_key: as :meth:`append_dataset`'s; the content is the entries' content hashes,
-                so only entries that record one are keyed. A version that already records the key
-                with the same content is returned instead and the parts are deleted.
+
 
         Raises:
             CommitConflict: the dataset was repartitioned meanwhile, or commits kept winning.
             DatasetIncomplete / TypeError / ValueError: as :meth:`commit_write`, or a commit changed the schema.
         """
-        return append.commit_append(self._options, pending, entries, idempotency_key=idempotency_key)
+        return append.commit_append(self._options, pending, entries)
 
     def plan_merge(
         self,
@@ -458,8 +454,6 @@ class ParquetDatasetStore:
         new_entries: Sequence[FileEntry],
         inserted: int,
         updated: int,
-        idempotency_key: str | None = None,
-        source_hash: str | None = None,
     ) -> MergeResult:
         """Commit a planned merge: drop the ``rewritten`` candidates, add ``new_entries``, once.
 
@@ -468,10 +462,7 @@ class ParquetDatasetStore:
             rewritten: the candidates (paths relative to the dataset key) that held matched keys.
             new_entries: the parts written (rewrites of matched files, inserts), checked before the commit.
             inserted, updated: the rows inserted and updated, reported in the result.
-            idempotency_key, source_hash: with both (``source_hash`` a hash of the merge's source rows,
-                which the caller computes), as :meth:`merge_dataset`'s ``idempotency_key``: a version
-                that already records the key with the same source, strategy and key columns is
-                returned instead (no rows counted) and ``new_entries`` are deleted.
+
 
         Raises:
             MergeReplanNeeded / CommitConflict: a commit changed files the plan relied on / commits kept winning.
@@ -479,14 +470,7 @@ class ParquetDatasetStore:
             TypeError / ValueError: ``plan`` not from :meth:`plan_merge`, a non-candidate rewritten file, a bad entry.
         """
         return merge.commit_merge(
-            self._options,
-            plan,
-            rewritten=rewritten,
-            new_entries=new_entries,
-            inserted=inserted,
-            updated=updated,
-            idempotency_key=idempotency_key,
-            source_hash=source_hash,
+            self._options, plan, rewritten=rewritten, new_entries=new_entries, inserted=inserted, updated=updated
         )
 
     def read_manifest(self, key: str, *, version: int | None = None, as_of: datetime | None = None) -> DatasetManifest:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -199,7 +199,7 @@ def write_spark_partitions(
     def commit(i: int) -> DatasetManifest:
         pending = pendings[i]
         if isinstance(pending, PendingAppend):
-            manifest = datasets.commit_append(pending, placed[i], idempotency_key=targets[i].idempotency_key)
+            manifest = datasets.commit_append(replace(pending, idempotency_key=targets[i].idempotency_key), placed[i])
         else:
             manifest = datasets.commit_write(pending, placed[i], stored, partition_by=partition or None)
         committed.add(i)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore
@@ -121,4 +122,4 @@ def append_spark_dataset(
         if resolved == "native" and not spark_schema_to_arrow(ordered.schema).equals(target):
             resolved = "arrow"  # Spark's writer would not convert to the dataset's types
         entries = write_parts_of(ordered, datasets, pending.write, target, resolved)[0]
-    return datasets.commit_append(pending, entries, idempotency_key=idempotency_key)
+    return datasets.commit_append(replace(pending, idempotency_key=idempotency_key), entries)

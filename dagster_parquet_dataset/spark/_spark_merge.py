@@ -25,7 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -388,12 +388,12 @@ def _merge_once(
         delete_parts(datasets, plan.key, written)
         raise
     updated = sum(per_file[i] for i in rewrite)
+    if idempotency is not None:
+        plan = replace(plan, idempotency_key=idempotency[0], source_hash=idempotency[1])
     return datasets.commit_merge(
         plan,
         rewritten=[candidates[i].path for i in rewrite],
         new_entries=written,
         inserted=inserted,
         updated=updated,
-        idempotency_key=idempotency[0] if idempotency else None,
-        source_hash=idempotency[1] if idempotency else None,
     )

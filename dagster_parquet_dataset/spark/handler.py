@@ -45,10 +45,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 
-from ..dagster_io import _retries
-from ..dagster_io._handler_base import PARTITION_KEY_KEY
 from ..dagster_io._ownership import commit_owner
-from ..dagster_io.handlers import OptionsWrite, TypeHandler
+from ..dagster_io.handlers import PARTITION_KEY_KEY, OptionsWrite, TypeHandler, step_idempotency_key
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ._spark_append import append_spark_dataset
 from ._spark_merge import merge_spark_dataset
@@ -212,7 +210,7 @@ class SparkDataFrameHandler(TypeHandler):
         """
         repartition = _repartition_option(context)
         owner = commit_owner(metadata)
-        idempotency_key = step_idempotency_key(context, metadata)
+        idempotency_key = _idempotency_key(context, metadata)
         if options.write_mode == "append":
             manifest = append_spark_dataset(
                 obj,
@@ -338,10 +336,10 @@ class SparkDataFrameHandler(TypeHandler):
         return combined
 
 
-def step_idempotency_key(context: OutputContext | None, metadata: dict[str, str]) -> str | None:
-    """The key an append or merge of this step output commits with (exactly-once retries, see
-    ``dagster_io/_retries.py``): the same for every attempt of the step, ``None`` outside a run."""
-    return _retries.idempotency_key(context, metadata.get(PARTITION_KEY_KEY))
+def _idempotency_key(context: OutputContext | None, metadata: dict[str, str]) -> str | None:
+    """The key an append or merge of this step output commits with (exactly-once retries):
+    the same for every attempt of the step, ``None`` outside a run."""
+    return step_idempotency_key(context, metadata.get(PARTITION_KEY_KEY))
 
 
 def _appended(manifest: DatasetManifest) -> int:

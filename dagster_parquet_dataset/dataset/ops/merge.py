@@ -317,10 +317,8 @@ def commit_merge(
     new_entries: Sequence[FileEntry],
     inserted: int,
     updated: int,
-    idempotency_key: str | None = None,
-    source_hash: str | None = None,
 ) -> MergeResult:
-    """See :meth:`ParquetDatasetStore.commit_merge`."""
+    """See :meth:`ParquetDatasetStore.commit_merge` (and :attr:`MergePlan.idempotency_key`)."""
     if not isinstance(plan, MergePlan) or not plan.exists or plan.manifest is None or plan.schema is None:
         raise TypeError("plan must come from plan_merge on an existing dataset")
     key, current, schema = plan.key, plan.manifest, plan.schema
@@ -350,8 +348,8 @@ def commit_merge(
         MergeReplanNeeded,
     )
     idempotency = None
-    if idempotency_key is not None and source_hash is not None:
-        idempotency = (idempotency_key, merge_content(source_hash, plan.strategy, plan.key_columns))
+    if plan.idempotency_key is not None and plan.source_hash is not None:
+        idempotency = (plan.idempotency_key, merge_content(plan.source_hash, plan.strategy, plan.key_columns))
     committed = txn.commit(build, idempotency=idempotency)
     if txn.recognised:  # an earlier attempt committed this merge: its parts went, nothing changed now
         return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version)

@@ -41,6 +41,7 @@ from ..dagster_io._backfill_split import Backfill, commit_each
 from ..dagster_io._ownership import commit_owner
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore, PendingAppend, PendingWrite
 from ..dataset.engine import RowLocator, check_partition_by
+from ..errors import CommitOutcomeUnknown
 from ._descriptor import first_error
 from ._jobs import collect_rows
 from ._parts import GROUP_COLUMN, drop_staging, place, staging_folder, write_spark_parts
@@ -195,27 +196,58 @@ def write_spark_partitions(
             abandon(datasets, w)
         raise
     committed: set[int] = set()
+    failed: dict[int, BaseException] = {}
 
     def commit(i: int) -> DatasetManifest:
         pending = pendings[i]
-        if isinstance(pending, PendingAppend):
-            manifest = datasets.commit_append(replace(pending, idempotency_key=targets[i].idempotency_key), placed[i])
-        else:
-            manifest = datasets.commit_write(pending, placed[i], stored, partition_by=partition or None)
+        try:
+            if isinstance(pending, PendingAppend):
+                manifest = datasets.commit_append(
+                    replace(pending, idempotency_key=targets[i].idempotency_key), placed[i]
+                )
+            else:
+                manifest = datasets.commit_write(pending, placed[i], stored, partition_by=partition or None)
+        except BaseException as exc:
+            failed[i] = exc
+            raise
         committed.add(i)
         return manifest
 
     try:
         return commit_each([t.partition_key for t in targets], commit, backfill.threads, backfill.what)
     except BaseException:
-        # Partitions whose commit failed or never started: their parts go, except any a version lists
-        # (a commit can land and still raise: abandon_write never deletes a listed part).
         for i in set(range(len(targets))) - committed:
-            try:
-                datasets.abandon_write(writes[i], [e.path for e in placed[i]])
-            except Exception as exc:  # cleanup must not hide the real error
-                log.warning("could not clean up partition %r: %s", targets[i].partition_key, exc)
+            _clean_up(datasets, writes[i], placed[i], failed.get(i), started=i in failed)
         raise
+
+
+def _clean_up(
+    datasets: ParquetDatasetStore,
+    write: PendingWrite,
+    placed: list[FileEntry],
+    error: BaseException | None,
+    *,
+    started: bool,
+) -> None:
+    """Remove the parts of one partition of a failed backfill, never a file a commit may have listed.
+
+    A partition whose commit never started: its parts are in no manifest, they go. One whose commit
+    raised: the commit itself deleted its parts if it knew it lost, and kept them if its outcome was
+    unknown (or it landed, e.g. when only its ``_SUCCESS`` write failed). After a definite error
+    (an ``Exception`` other than ``CommitOutcomeUnknown``) what is left goes through
+    ``abandon_write``, which never deletes a file the live or a retained version lists; after an
+    unknown outcome or an interrupt nothing is deleted (vacuum removes what no version lists).
+    """
+    if not started:
+        abandon(datasets, write)
+        for entry in placed:
+            datasets.store.delete(f"{write.key}/{entry.path}", missing_ok=True)
+        return
+    if isinstance(error, Exception) and not isinstance(error, CommitOutcomeUnknown):
+        try:
+            datasets.abandon_write(write, [e.path for e in placed])
+        except Exception as exc:  # cleanup must not hide the real error
+            log.warning("could not clean up after a failed commit of %r: %s", write.key, exc)
 
 
 def _layout(

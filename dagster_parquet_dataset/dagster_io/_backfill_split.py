@@ -229,12 +229,15 @@ class PartitionTarget:
         dataset_key: its dataset (the key a one-partition run writes).
         metadata: the manifest metadata to record (type and owner, as a one-partition run's).
         expect_owner: the owner its commit expects (every owner key of ``metadata``, ``None`` where absent).
+        idempotency_key: what an append or merge of this partition commits with, so a retried
+            step does not apply its rows twice (``None`` outside a run; see :mod:`._retries`).
     """
 
     partition_key: str
     dataset_key: str
     metadata: dict[str, str]
     expect_owner: dict[str, str | None] = field(default_factory=dict)
+    idempotency_key: str | None = None
 
 
 @dataclass(frozen=True)

@@ -192,6 +192,7 @@ class SparkDataFrameHandler(TypeHandler):
                 allow_new_columns=options.allow_new_columns,
                 repartition=repartition,
                 expect_owner=owner,
+                idempotency_key=target.idempotency_key,
             )
             return manifest, _appended(manifest)
 
@@ -207,6 +208,7 @@ class SparkDataFrameHandler(TypeHandler):
                 metadata=metadata,
                 repartition=repartition,
                 expect_owner=owner,
+                idempotency_key=target.idempotency_key,
             )
 
         written = by_mode(target, datasets, overwrite=overwrite, append=append, merge=merge)

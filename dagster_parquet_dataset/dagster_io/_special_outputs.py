@@ -181,7 +181,9 @@ def write_backfill(
         live = lives[key] = read_live(datasets, key)  # each partition's one read of its manifest
         recorded = live.manifest.metadata if live.manifest is not None else None
         _own.check_owner(recorded, _own.owner(metadata), key=key, writing=True)
-        targets.append(_bf.PartitionTarget(pk, key, metadata, _own.commit_owner(metadata)))
+        targets.append(
+            _bf.PartitionTarget(pk, key, metadata, _own.commit_owner(metadata), _retries.idempotency_key(context, pk))
+        )
     arrow = registry.for_type(pa.Table)
     assert arrow is not None
     run_id = _ctx.run_id_of(context)

@@ -10,7 +10,7 @@ converted to Arrow, to ``write_dataset``, ``append_dataset`` or ``merge_dataset`
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -88,10 +88,15 @@ def by_mode(
     mode = target.options.write_mode
     if mode == "overwrite":
         return Written.replaced(overwrite())
+    idem = target.idempotency_key
+    before = _retries.window_entry(target.live.manifest if target.live is not None else None, idem)
     if mode == "append":
         manifest, appended = append()
-        return Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
-    return _merged(datasets, target.dataset_key, target.options, merge())
+        written = Written(manifest, appended, None, {"rows_appended": MetadataValue.int(appended)})
+    else:
+        written = _merged(datasets, target.dataset_key, target.options, merge())
+    written.extra.update(_retries.recognised(before, written.manifest, idem))
+    return written
 
 
 def write_arrow(target: OutputTarget, datasets: ParquetDatasetStore, data: pa.Table | pa.RecordBatchReader) -> Written:
@@ -110,9 +115,10 @@ def write_arrow(target: OutputTarget, datasets: ParquetDatasetStore, data: pa.Ta
         RemoteStoreError / ValueError: as the dataset layer's call.
     """
     key, options, idem = target.dataset_key, target.options, target.idempotency_key
-    live = target.live if target.live is not None else read_live(datasets, key)
-    before = _retries.window_entry(live.manifest, idem)
-    view = write_from_live(datasets, live)  # the write begins from the live version read
+    if target.live is None:
+        target = replace(target, live=read_live(datasets, key))
+    assert target.live is not None
+    view = write_from_live(datasets, target.live)  # the write begins from the live version read
     owner = dict(target.expect_owner)
     run_id, metadata = target.run_id, target.metadata
 
@@ -143,10 +149,7 @@ def write_arrow(target: OutputTarget, datasets: ParquetDatasetStore, data: pa.Ta
         kwargs = {**options.merge_kwargs(), "idempotency_key": idem}
         return view.merge_dataset(source, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs)
 
-    written = by_mode(target, datasets, overwrite=overwrite, append=append, merge=merge)
-    if options.write_mode != "overwrite":
-        written.extra.update(_retries.recognised(before, written.manifest, idem))
-    return written
+    return by_mode(target, datasets, overwrite=overwrite, append=append, merge=merge)
 
 
 def _in_dagster_terms(exc: ValueError) -> ValueError:

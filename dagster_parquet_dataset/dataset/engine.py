@@ -18,11 +18,12 @@ from .format.layout import is_reserved_segment, is_spec_name, part_name, single_
 from .format.partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
 from .format.stats import file_column_stats
 from .format.values import type_kind
-from .io.encode import PartOptions, encode_part
+from .io.encode import PartOptions, encode_part, hash_before_footer
 from .io.key_checks import check_folder_fits
 from .io.part_check import PartCheck, PartsVanished
 from .io.read_parts import check_columns
 from .manifest import schema_hash
+from .ops.merge import merge_content
 
 __all__ = [
     "DNF",
@@ -43,8 +44,10 @@ __all__ = [
     "encode_part",
     "encode_partition_values",
     "file_column_stats",
+    "hash_before_footer",
     "is_reserved_segment",
     "is_spec_name",
+    "merge_content",
     "part_name",
     "partition_folder",
     "retry_replans",

@@ -23,6 +23,9 @@ Every ``write_mode`` works this way: an overwrite (optionally with
 one job, then commit each partition (``commit_write`` / ``commit_append``);
 a merge checks every row's partition in one job first, then merges each
 partition's rows on the executors (:func:`~._spark_merge.merge_spark_dataset`).
+Appends and merges commit each partition with its target's idempotency key,
+so a retried step finds the partitions an earlier attempt committed and
+does not apply their rows twice.
 
 A row that maps to no partition of the run makes its task return an error
 row instead of parts; the driver then deletes everything the job wrote and
@@ -34,7 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import numpy as np
@@ -64,7 +67,8 @@ R = TypeVar("R")
 
 
 class PartitionTarget(Protocol):
-    """One dataset of a :class:`PartitionedWrite`: its partition key, dataset key, manifest metadata and owner."""
+    """One dataset of a :class:`PartitionedWrite`: its partition key, dataset key, manifest metadata, owner
+    and exactly-once key (what an append or merge of this partition commits with; ``None``: not keyed)."""
 
     @property
     def partition_key(self) -> str: ...
@@ -77,6 +81,9 @@ class PartitionTarget(Protocol):
 
     @property
     def expect_owner(self) -> Mapping[str, str | None]: ...
+
+    @property
+    def idempotency_key(self) -> str | None: ...
 
 
 class PartitionedWriteOptions(Protocol):
@@ -270,7 +277,9 @@ def write_spark_partitions(
         pending = pendings[i]
         try:
             if isinstance(pending, PendingAppend):
-                manifest = datasets.commit_append(pending, placed[i])
+                manifest = datasets.commit_append(
+                    replace(pending, idempotency_key=targets[i].idempotency_key), placed[i]
+                )
             else:
                 manifest = datasets.commit_write(pending, placed[i], stored, partition_by=partition or None)
         except BaseException as exc:
@@ -373,6 +382,7 @@ def _merge_each(
             metadata=target.metadata,
             repartition=repartition,
             expect_owner=target.expect_owner,
+            idempotency_key=target.idempotency_key,
         )
         return datasets.read_manifest(target.dataset_key)
 

@@ -26,6 +26,7 @@ SCHEMA = pa.schema(
         ("size_bytes", pa.int64()),
         ("stats", pa.string()),  # per-column statistics (JSON), from the Parquet writer's metadata
         ("pvalues", pa.string()),  # manifest partition values (JSON)
+        ("content_hash", pa.string()),  # the part's bytes before its footer, hashed as the task wrote them
         ("error", pa.string()),  # set on an error row: "<ExceptionType>: <message>"; the task wrote nothing more
     ]
 )
@@ -56,6 +57,7 @@ def part_row(task: TaskIds, chunk: int, group: int, entry: FileEntry) -> pa.Reco
         size_bytes=entry.size_bytes,
         stats=json.dumps(entry.stats) if entry.stats else None,
         pvalues=json.dumps(entry.partition_values) if entry.partition_values is not None else None,
+        content_hash=entry.content_hash,
     )
 
 
@@ -98,6 +100,7 @@ def entries_by_group(rows: Sequence[Mapping[str, object]]) -> dict[int, list[Fil
                 int(r["size_bytes"]),  # type: ignore[call-overload]
                 partition_values=json.loads(str(r["pvalues"])) if r["pvalues"] else None,
                 stats=json.loads(str(r["stats"])) if r["stats"] else None,
+                content_hash=str(r["content_hash"]) if r["content_hash"] else None,
             )
         )
     return out

@@ -2,8 +2,10 @@
 
 Spark's writer (and its output committer) writes into a staging folder under
 the dataset; the driver reads each file's footer for its row count, schema
-and statistics and, on a store that can rename, moves the files to the
-dataset layer's names. Elsewhere (``s3a://``) the files stay where Spark put
+and statistics, hashes its bytes before the footer (the part's content hash,
+as the executor-side writer records it while writing; Spark's writer offers
+no hook, so here it costs one read of the data pages) and, on a store that
+can rename, moves the files to the dataset layer's names. Elsewhere (``s3a://``) the files stay where Spark put
 them; the manifest is the only list of parts either way.
 """
 
@@ -11,13 +13,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from ..dataset import FileEntry, ParquetDatasetStore
-from ..dataset.engine import file_column_stats
+from ..dataset.engine import file_column_stats, hash_before_footer
 from ..errors import CapabilityNotSupported, RemoteStoreError
 from ..storage.local import LocalStore
 from ..storage.s3 import S3Store
@@ -137,11 +140,18 @@ def write_native(
     names = sorted(n for n in listed if "/" not in n and n.startswith("part-") and n.endswith(".parquet"))
     entries: list[FileEntry] = []
     found: pa.Schema | None = None
-    for part in names:
-        relative = f"{folder}/{part}"
-        with store.open_input(f"{key}/{relative}") as source:
+
+    def inspect(part: str) -> tuple[int, pq.FileMetaData, str]:
+        # Spark's writer has no hook for the bytes it writes: the content hash reads the data pages once here.
+        with store.open_input(f"{key}/{folder}/{part}") as source:
             size = source.size()
             meta = pq.read_metadata(source)
+            return size, meta, hash_before_footer(source, size)
+
+    with ThreadPoolExecutor(max_workers=min(8, max(1, len(names))), thread_name_prefix="pds-native") as pool:
+        inspected = list(pool.map(inspect, names))
+    for part, (size, meta, content_hash) in zip(names, inspected, strict=True):
+        relative = f"{folder}/{part}"
         file_schema = meta.schema.to_arrow_schema().remove_metadata()
         if found is None:
             found = file_schema
@@ -149,7 +159,8 @@ def write_native(
             raise RemoteStoreError(
                 f"Spark wrote parts with different schemas ({part}: {file_schema} vs {found}); nothing committed"
             )
-        entries.append(FileEntry(relative, meta.num_rows, size, stats=file_column_stats(meta, found) or None))
+        stats = file_column_stats(meta, found) or None
+        entries.append(FileEntry(relative, meta.num_rows, size, stats=stats, content_hash=content_hash))
     if found is None:  # Spark wrote no file at all: an empty dataset that still carries the schema
         found = schema
     if not renames:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore
@@ -48,6 +49,7 @@ def append_spark_dataset(
     repartition: bool = False,
     mode: WriteMode = "auto",
     expect_owner: Mapping[str, str | None] | None = None,
+    idempotency_key: str | None = None,
 ) -> DatasetManifest:
     """Append a Spark DataFrame's rows to the dataset ``key`` (creating it if absent), on the executors.
 
@@ -73,6 +75,10 @@ def append_spark_dataset(
             partition columns first (few, large files per folder).
         mode: as :func:`write_spark_dataset`'s (unpartitioned appends only).
         expect_owner: as :func:`write_spark_dataset`'s.
+        idempotency_key: as :meth:`ParquetDatasetStore.append_dataset`'s: the commit records it with
+            the content hashes of the parts the executors wrote; if the version it would build on
+            already records the key with the same content (an earlier attempt of this append
+            committed these rows), the new parts are deleted and that version is returned.
 
     Returns:
         The committed manifest.
@@ -116,4 +122,4 @@ def append_spark_dataset(
         if resolved == "native" and not spark_schema_to_arrow(ordered.schema).equals(target):
             resolved = "arrow"  # Spark's writer would not convert to the dataset's types
         entries = write_parts_of(ordered, datasets, pending.write, target, resolved)[0]
-    return datasets.commit_append(pending, entries)
+    return datasets.commit_append(replace(pending, idempotency_key=idempotency_key), entries)

@@ -23,15 +23,16 @@ candidate file, and one descriptor per written part.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from ..dataset import FileEntry, MergePlan, MergeReplanNeeded, MergeResult, ParquetDatasetStore
-from ..dataset.engine import check_key_columns, retry_replans
+from ..dataset.engine import check_key_columns, merge_content, retry_replans
 from ..errors import AlreadyExists, DatasetNotFound, NotFound
 from ._jobs import collect_rows
 from ._parts import Destination, delete_parts, entries_of, write_into, write_spark_parts
@@ -107,15 +108,44 @@ def _from_driver(df: DataFrame, name: str, value: Any) -> Any:
     return value
 
 
-def _check_changes(df: DataFrame, keys: list[str]) -> tuple[int, dict[str, tuple[Any, Any]]]:
-    """Row count and key ranges of the changes; refuse null and duplicate keys (Spark aggregates only).
+def _hashable(df: DataFrame, name: str) -> Column:
+    """``name`` as a column Spark's hash functions take (they refuse maps: those go as JSON)."""
+    from pyspark.sql import functions as F
+
+    return F.to_json(_col(name)) if "map<" in df.schema[name].dataType.simpleString() else _col(name)
+
+
+def _source_hash_aggs(df: DataFrame) -> list[Column]:
+    """Aggregates whose values, with the row count and schema, stand for the source rows: sums of two
+    row hashes (64-bit xxHash and 32-bit Murmur3), in decimals so they never overflow. Row order does
+    not matter (a merge's outcome does not depend on it)."""
+    from pyspark.sql import functions as F
+
+    cols = [_hashable(df, n) for n in df.columns]
+    return [
+        F.sum(F.xxhash64(*cols).cast("decimal(20,0)")).alias("hash64"),
+        F.sum(F.hash(*cols).cast("decimal(20,0)")).alias("hash32"),
+    ]
+
+
+def _source_hash(df: DataFrame, row: Any) -> str:
+    """``sha256:<hex>`` of the changes' schema, row count and row-hash sums (from :func:`_source_hash_aggs`)."""
+    text = f"spark-merge-source|{df.schema.simpleString()}|{row['n']}|{row['hash64']}|{row['hash32']}"
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _check_changes(
+    df: DataFrame, keys: list[str], *, hashed: bool = False
+) -> tuple[int, dict[str, tuple[Any, Any]], str | None]:
+    """Row count and key ranges of the changes, and with ``hashed`` a hash of their rows; refuse null and
+    duplicate keys (Spark aggregates only).
 
     Raises:
         ValueError: a key column holds nulls, or a key appears more than once (the message shows one).
     """
     from pyspark.sql import functions as F
 
-    aggs = [F.count(F.lit(1)).alias("n")]
+    aggs = [F.count(F.lit(1)).alias("n"), *(_source_hash_aggs(df) if hashed else [])]
     for i, k in enumerate(keys):
         aggs += [
             F.sum(F.when(_col(k).isNull(), 1).otherwise(0)).alias(f"null{i}"),
@@ -141,7 +171,7 @@ def _check_changes(df: DataFrame, keys: list[str]) -> tuple[int, dict[str, tuple
                 f"{first['count']} times); each key may appear once"
             )
     ranges = {k: (_from_driver(df, k, row[f"min{i}"]), _from_driver(df, k, row[f"max{i}"])) for i, k in enumerate(keys)}
-    return total, ranges if total else {}
+    return total, ranges if total else {}, _source_hash(df, row) if hashed else None
 
 
 def _partitioning(datasets: ParquetDatasetStore, key: str, partition_by: Sequence[str] | None) -> tuple[str, ...]:
@@ -170,6 +200,7 @@ def merge_spark_dataset(
     metadata: dict[str, str] | None = None,
     repartition: bool = False,
     expect_owner: Mapping[str, str | None] | None = None,
+    idempotency_key: str | None = None,
 ) -> MergeResult:
     """Merge a Spark DataFrame of changes into the dataset ``key`` by ``key_columns``, on the executors.
 
@@ -193,6 +224,11 @@ def merge_spark_dataset(
         repartition: for a partitioned dataset, repartition inserted rows by the
             partition columns first.
         expect_owner: as :func:`~._spark_write.write_spark_dataset`'s (checked by the plan and the commit).
+        idempotency_key: as :meth:`ParquetDatasetStore.merge_dataset`'s: the content recorded with it
+            is a hash of the changes' rows (sums of Spark's row hashes, computed in the check job),
+            strategy and key columns. If the live version records the key with the same content, an
+            earlier attempt of this merge committed it: nothing is written and that version is
+            returned (no rows counted); the commit checks again.
 
     Returns:
         A :class:`~dagster_parquet_dataset.dataset.MergeResult`.
@@ -211,7 +247,8 @@ def merge_spark_dataset(
     check_spark_args(df, datasets, "merge_spark_dataset")
     keys = check_key_columns(key_columns, strategy, df.columns)
     schema = spark_schema_to_arrow(df.schema)
-    total, ranges = _check_changes(df, keys)
+    total, ranges, source_hash = _check_changes(df, keys, hashed=idempotency_key is not None)
+    idempotency = (idempotency_key, source_hash) if idempotency_key is not None and source_hash is not None else None
 
     def attempt() -> MergeResult:
         partition = _partitioning(datasets, key, partition_by)
@@ -249,7 +286,10 @@ def merge_spark_dataset(
             return MergeResult(total, 0, (), (), tuple(manifest.parts), manifest.version)
         if plan.partition_by != partition:
             raise MergeReplanNeeded()  # repartitioned between the two manifest reads
-        return _merge_once(df, datasets, plan, repartition)
+        done = _already_merged(plan, idempotency)
+        if done is not None:
+            return done
+        return _merge_once(df, datasets, plan, repartition, idempotency)
 
     return retry_replans(
         datasets.commit_timeout,
@@ -261,7 +301,23 @@ def merge_spark_dataset(
     )
 
 
-def _merge_once(df: DataFrame, datasets: ParquetDatasetStore, plan: MergePlan, repartition: bool) -> MergeResult:
+def _already_merged(plan: MergePlan, idempotency: tuple[str, str] | None) -> MergeResult | None:
+    """The result of an earlier attempt of this merge that the planned-on version records, or ``None``."""
+    if idempotency is None or plan.manifest is None:
+        return None
+    content = merge_content(idempotency[1], plan.strategy, plan.key_columns)
+    if not any(k == idempotency[0] and c == content for k, c, _t in plan.manifest.idempotency):
+        return None
+    return MergeResult(0, 0, (), tuple(plan.manifest.parts), (), plan.manifest.version)
+
+
+def _merge_once(
+    df: DataFrame,
+    datasets: ParquetDatasetStore,
+    plan: MergePlan,
+    repartition: bool,
+    idempotency: tuple[str, str] | None = None,
+) -> MergeResult:
     from pyspark.sql import functions as F
 
     assert plan.schema is not None
@@ -332,6 +388,8 @@ def _merge_once(df: DataFrame, datasets: ParquetDatasetStore, plan: MergePlan, r
         delete_parts(datasets, plan.key, written)
         raise
     updated = sum(per_file[i] for i in rewrite)
+    if idempotency is not None:
+        plan = replace(plan, idempotency_key=idempotency[0], source_hash=idempotency[1])
     return datasets.commit_merge(
         plan,
         rewritten=[candidates[i].path for i in rewrite],

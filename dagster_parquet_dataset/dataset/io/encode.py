@@ -78,6 +78,36 @@ class _HashingSink:
         return HASH_PREFIX + self._hash.hexdigest()
 
 
+def hash_before_footer(source: pa.NativeFile, size: int, *, chunk: int = 8 * 1024 * 1024) -> str:
+    """``sha256:<hex>`` of a written Parquet file's bytes before its footer: the content hash
+    :func:`encode_part` records, for a part another writer produced (Spark's own writer).
+
+    Reads the file once, ``chunk`` bytes at a time (the footer's length comes from its last 8 bytes).
+
+    Raises:
+        ValueError: ``size`` bytes cannot be a Parquet file (no ``PAR1`` trailer, or a footer
+            longer than the file).
+        OSError: the store failed to read.
+    """
+    if size < 12:
+        raise ValueError(f"a Parquet file has at least 12 bytes, this one {size}")
+    source.seek(size - 8)
+    trailer = source.read(8)
+    footer = int.from_bytes(trailer[:4], "little")
+    if trailer[4:] != b"PAR1" or footer + 8 > size:
+        raise ValueError("not a Parquet file: no PAR1 trailer, or a footer longer than the file")
+    hashing = _HashingSink(None)
+    source.seek(0)
+    left = size - 8 - footer
+    while left > 0:
+        data = source.read(min(chunk, left))
+        if not data:
+            raise ValueError(f"the file ended {left} bytes before its footer")
+        hashing.write(data)
+        left -= len(data)
+    return hashing.digest()
+
+
 def table_hash(table: pa.Table) -> str:
     """``sha256:<hex>`` of ``table``'s Arrow IPC stream (schema and rows, in order), without copying it."""
     hashing = _HashingSink(None)

@@ -42,6 +42,10 @@ class PendingAppend:
         partition_by: the dataset's partition columns (the parts go to their
             ``col=value/`` folders and leave these columns out).
         write: the underlying :class:`PendingWrite` (for part names).
+        idempotency_key: set it (``dataclasses.replace``) to commit as
+            :meth:`ParquetDatasetStore.append_dataset`'s ``idempotency_key`` does, with the
+            entries' content hashes as the content (entries without one are not keyed): a version
+            that already records both is returned instead and the entries' parts are deleted.
     """
 
     key: str
@@ -50,6 +54,7 @@ class PendingAppend:
     partition_by: tuple[str, ...]
     write: PendingWrite = field(repr=False)
     allow_new_columns: bool = False
+    idempotency_key: str | None = None
 
 
 def append_schema(key: str, current: DatasetManifest, incoming: pa.Schema, allow_new_columns: bool) -> pa.Schema:
@@ -221,8 +226,12 @@ def begin_append(
     )
 
 
-def commit_append(options: DatasetOptions, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:
-    """See :meth:`ParquetDatasetStore.commit_append`."""
+def commit_append(
+    options: DatasetOptions,
+    pending: PendingAppend,
+    entries: Sequence[FileEntry],
+) -> DatasetManifest:
+    """See :meth:`ParquetDatasetStore.commit_append` (and :attr:`PendingAppend.idempotency_key`)."""
     if not isinstance(pending, PendingAppend):
         raise TypeError(f"pending must come from begin_append, got {type(pending).__name__}")
     check_key_fits(options.store, pending.key)
@@ -234,4 +243,6 @@ def commit_append(options: DatasetOptions, pending: PendingAppend, entries: Sequ
     build = append_builder(
         options, pending.key, entries, incoming, pending.partition_by, pending.write, pending.allow_new_columns
     )
-    return txn.commit(build)
+    key = pending.idempotency_key
+    content = entries_hash(entries) if key is not None else None
+    return txn.commit(build, idempotency=None if key is None or content is None else (key, content))

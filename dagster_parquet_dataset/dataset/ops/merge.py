@@ -45,6 +45,12 @@ from .merge_plan import (
 from .write import write_dataset, write_parts
 
 
+def merge_content(source_hash: str, strategy: str, key_columns: Sequence[str]) -> str:
+    """What an idempotent merge records as its content: a hash of its source rows, its strategy and
+    key columns (a merge's parts depend on the version it merged into, so they cannot stand for it)."""
+    return f"{source_hash}/{strategy}/{','.join(key_columns)}"
+
+
 def merge_dataset(
     options: DatasetOptions,
     source: pa.Table,
@@ -68,7 +74,7 @@ def merge_dataset(
     owner = check_expect_owner(expect_owner)
     options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
     # A merge's parts depend on the version it merges into, so its content is its source's.
-    content = f"{table_hash(source)}/{strategy}/{','.join(keys)}" if idempotency_key is not None else None
+    content = merge_content(table_hash(source), strategy, keys) if idempotency_key is not None else None
     idempotency = None if idempotency_key is None or content is None else (idempotency_key, content)
 
     given = [begin_point(live, key)]
@@ -326,7 +332,7 @@ def commit_merge(
     inserted: int,
     updated: int,
 ) -> MergeResult:
-    """See :meth:`ParquetDatasetStore.commit_merge`."""
+    """See :meth:`ParquetDatasetStore.commit_merge` (and :attr:`MergePlan.idempotency_key`)."""
     if not isinstance(plan, MergePlan) or not plan.exists or plan.manifest is None or plan.schema is None:
         raise TypeError("plan must come from plan_merge on an existing dataset")
     key, current, schema = plan.key, plan.manifest, plan.schema
@@ -355,4 +361,10 @@ def commit_merge(
         txn.pending,
         MergeReplanNeeded,
     )
-    return _result(txn.commit(build), entries, rewritten_set, inserted, updated)
+    idempotency = None
+    if plan.idempotency_key is not None and plan.source_hash is not None:
+        idempotency = (plan.idempotency_key, merge_content(plan.source_hash, plan.strategy, plan.key_columns))
+    committed = txn.commit(build, idempotency=idempotency)
+    if txn.recognised:  # an earlier attempt committed this merge: its parts went, nothing changed now
+        return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version)
+    return _result(committed, entries, rewritten_set, inserted, updated)

@@ -132,6 +132,11 @@ class MergePlan:
         elsewhere: files in *other* partitions that may hold the changes' keys; a matched
             key there means a key's partition values would change, which a merge refuses.
         version: the planned-on version (``None`` if the dataset does not exist).
+        idempotency_key, source_hash: set both (``dataclasses.replace``; ``source_hash`` a hash of
+            the merge's source rows the caller computes) to commit as
+            :meth:`ParquetDatasetStore.merge_dataset`'s ``idempotency_key`` does: a version that
+            already records the key with the same source, strategy and key columns is returned
+            instead (no rows counted) and the new entries' parts are deleted.
     """
 
     key: str
@@ -150,6 +155,8 @@ class MergePlan:
     manifest: DatasetManifest | None = field(default=None, repr=False)
     token: str | None = field(default=None, repr=False)
     ranges: Mapping[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
+    idempotency_key: str | None = None
+    source_hash: str | None = None
 
     def part_name(self, index: int) -> str:
         """A name for new part ``index`` of this merge (carries :attr:`txn`)."""

@@ -10,6 +10,7 @@ I/O and gives the guarantees (atomic commits, verified reads).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from dagster import (
@@ -108,10 +109,14 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         compression: Parquet codec (``zstd``, ``snappy``, ``gzip``, ``brotli``, ``lz4``, ``none``).
         row_group_size: rows per Parquet row group (pyarrow's default when unset).
         max_rows_per_file: split outputs into parts of at most this many rows.
-        retain_versions: how many versions of each dataset stay readable after a
-            commit (for the ``version`` input metadata); ``1`` (the default) keeps
-            only the newest version's files, ``None`` keeps every version until
-            ``ParquetDatasetStore.vacuum``.
+        retain_versions: how many versions of each dataset stay readable (the live
+            one included; for the ``version`` and ``as_of`` input metadata); ``None``
+            (the default): no count limit; ``1`` deletes a replaced version's files
+            with the commit that replaces it (racing readers re-read, ``as_of`` has
+            nothing to travel to).
+        retain_for_hours: how long a replaced version stays readable, from the
+            commit that replaced it; 168 (7 days) by default, ``None``: no time limit.
+            A version stays while both limits allow; see ``ParquetDatasetStore``.
         preview_rows: rows of each output shown in its ``preview`` output metadata
             (a Markdown table taken from the data as it is written); ``0`` turns it off.
             An asset's ``dagster/column_schema`` column descriptions are written into the
@@ -137,10 +142,17 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         default=None, description="Split each output into parts of at most this many rows; unset means no limit."
     )
     retain_versions: int | None = Field(
-        default=1,
+        default=None,
         description=(
-            "How many versions of each dataset stay readable (for the 'version' input metadata): 1 keeps only "
-            "the newest; unset (None) keeps every version until ParquetDatasetStore.vacuum."
+            "How many versions of each dataset stay readable (for the 'version' and 'as_of' input metadata): "
+            "1 deletes a replaced version's files at once; unset (None): no count limit."
+        ),
+    )
+    retain_for_hours: float | None = Field(
+        default=168.0,
+        description=(
+            "Hours a replaced version stays readable, from the commit that replaced it (default 7 days); "
+            "unset (None): no time limit. Later commits delete expired versions' files."
         ),
     )
 
@@ -163,7 +175,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
 
         Raises:
             ValueError / TypeError: a bad ``prefix``, ``compression``, ``row_group_size``,
-                ``max_rows_per_file`` or ``retain_versions``; the message names it.
+                ``max_rows_per_file``, ``retain_versions`` or ``retain_for_hours``; the message names it.
         """
         self._dataset_store()
 
@@ -176,6 +188,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 row_group_size=self.row_group_size,
                 max_rows_per_file=self.max_rows_per_file,
                 retain_versions=self.retain_versions,
+                retain_for=None if self.retain_for_hours is None else timedelta(hours=self.retain_for_hours),
             )
         return self._datasets
 

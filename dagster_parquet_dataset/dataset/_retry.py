@@ -9,6 +9,7 @@ from typing import TypeVar
 
 from ..errors import CommitConflict
 from ._read import PartsVanished
+from ._segments import SegmentGone
 
 _FIRST_DELAY = 0.005
 _MAX_DELAY = 1.0
@@ -47,7 +48,7 @@ def retry_replans(timeout: float, attempt: Callable[[], T], gave_up: Callable[[]
     while True:
         try:
             return attempt()
-        except (Replan, PartsVanished):
+        except (Replan, PartsVanished, SegmentGone):
             pass  # a concurrent commit replaced files this operation planned on: plan again
         if backoff.expired():
             raise CommitConflict(gave_up())

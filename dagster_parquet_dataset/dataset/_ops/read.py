@@ -14,6 +14,7 @@ from ...storage.base import Capability, Store, validate_key
 from .._keys import missing_dataset_error
 from .._layout import MANIFEST_NAME, SUCCESS_NAME
 from .._read import PartsVanished, ReadPlan, parallel_map, plan, read_parts
+from .._segments import SegmentGone
 from .._transaction import is_tombstone, read_current, read_raw, repair_success
 from ..manifest import DatasetManifest
 from .history import read_manifest
@@ -91,7 +92,7 @@ def read_dataset(
             time.sleep(random.uniform(0, 0.01 * attempt))  # let a burst of commits pass
         try:
             return read_parts(store, key, manifest, columns, filters)
-        except PartsVanished as exc:
+        except (PartsVanished, SegmentGone) as exc:  # a commit replaced the version (and its files went)
             if version is not None:
                 raise DatasetIncomplete(
                     f"version {version} of dataset {key!r} can no longer be read (its files were removed): {exc}"
@@ -130,8 +131,18 @@ def scan(
     """See :meth:`ParquetDatasetStore.scan_dataset` and ``scan_datasets`` (keys already validated)."""
     from .._scan import scan_manifests  # pyarrow.dataset is slow to import: only when scanning
 
-    if len(keys) == 1:
-        manifests = [(keys[0], committed_manifest(store, keys[0], version))]
-    else:
-        manifests = list(zip(keys, parallel_map(lambda k: committed_manifest(store, k), keys), strict=True))
-    return scan_manifests(store, manifests, columns, filters)
+    for attempt in range(_READ_ATTEMPTS):
+        if attempt:
+            time.sleep(random.uniform(0, 0.01 * attempt))  # let a burst of commits pass
+        if len(keys) == 1:
+            manifests = [(keys[0], committed_manifest(store, keys[0], version))]
+        else:
+            manifests = list(zip(keys, parallel_map(lambda k: committed_manifest(store, k), keys), strict=True))
+        try:
+            return scan_manifests(store, manifests, columns, filters)
+        except SegmentGone as exc:  # a commit replaced a manifest read above, and its segments went: read again
+            if version is not None:
+                raise DatasetIncomplete(
+                    f"version {version} of dataset {keys[0]!r} can no longer be read (its files were removed): {exc}"
+                ) from None
+    raise DatasetIncomplete(f"datasets {list(keys)} kept changing while they were scanned; try again")

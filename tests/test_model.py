@@ -271,8 +271,9 @@ class _DatasetModel(RuleBasedStateMachine, OverlapRules):
         self.interrupting = InterruptingStore(self.inner, 0, KeyboardInterrupt, "before")
         self.faulty = FaultyStore(self.interrupting)
         self.writers = {
-            "flat": ParquetDatasetStore(self.faulty, max_rows_per_file=4, max_workers=1),
-            "parted": ParquetDatasetStore(self.faulty, max_workers=1),
+            # retain_versions=1: these two keep no history (the model expects none); "hist" keeps some.
+            "flat": ParquetDatasetStore(self.faulty, max_rows_per_file=4, max_workers=1, retain_versions=1),
+            "parted": ParquetDatasetStore(self.faulty, max_workers=1, retain_versions=1),
             "hist": ParquetDatasetStore(self.faulty, retain_versions=RETAIN, max_workers=1),
         }
         self.reader = ParquetDatasetStore(self.inner, retain_versions=RETAIN)

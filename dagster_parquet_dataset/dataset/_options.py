@@ -6,10 +6,14 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from ..errors import CapabilityNotSupported
 from ..storage.base import Capability, Store
 from ._write import PartOptions
+
+#: An option not given (a method's default that means "as this store was configured").
+UNSET: Any = object()
 
 COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")
 
@@ -27,6 +31,11 @@ class DatasetOptions:
     #: Seconds a replaced version stays retained (see ``_retention``); ``None``: no time limit.
     retain_for: float | None = 7 * 24 * 3600.0
     commit_timeout: float = 60.0
+
+    @property
+    def retain_period(self) -> timedelta | None:
+        """:attr:`retain_for` as a ``timedelta``."""
+        return None if self.retain_for is None else timedelta(seconds=self.retain_for)
 
     @property
     def part_options(self) -> PartOptions:

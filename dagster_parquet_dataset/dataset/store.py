@@ -22,17 +22,14 @@ from ._ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
 from ._ops.listing import DatasetListing, list_datasets
 from ._ops.merge_plan import MergePlan, plan_merge
 from ._ops.vacuum import VacuumResult, vacuum
-from ._options import check_metadata, make_options
+from ._options import UNSET, check_metadata, make_options
 from ._read import ReadPlan
-from ._retention import DEFAULT_RETAIN_FOR
 from ._transaction import PendingWrite
 from ._verify import Progress, VerifyReport
 from .manifest import DatasetManifest, FileEntry
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
-
-_DEFAULT: Any = object()
 
 
 class ParquetDatasetStore:
@@ -46,16 +43,10 @@ class ParquetDatasetStore:
         max_rows_per_file: split writes into ``part-NNNNN.parquet`` files of at most this many rows, encoded
             in parallel; ``None`` writes one ``data.parquet`` (one file per partition folder when partitioned).
         max_workers: threads that encode parts (default: CPU count).
-        retain_versions: how many versions stay readable (the live one included); ``None`` (the default):
-            no count limit. ``1`` deletes a replaced version's files with the commit that replaces it, as
-            Spec 042 expects of an overwrite: readers and writers racing that commit re-read and retry, and
-            ``as_of`` has nothing to travel to. ``N`` keeps at most the newest ``N`` versions.
-        retain_for: how long a replaced version stays readable (a ``timedelta`` or seconds), measured from the
-            commit that replaced it; 7 days by default, like Delta Lake's ``deletedFileRetentionDuration``.
-            ``None``: no time limit. A replaced version is retained while *both* limits allow it (so
-            ``retain_versions=1`` deletes at once whatever ``retain_for`` says; both ``None`` keep every
-            version until :meth:`vacuum`). Later commits delete expired versions' files (a few versions per
-            commit), so storage stays bounded without a ``vacuum`` schedule.
+        retain_versions: versions kept readable, the live one included (``None``, the default: no count limit;
+            ``1``: a commit deletes what it replaces; racing readers/writers re-read or retry, ``as_of`` finds none).
+        retain_for: how long a replaced version stays readable, from the commit that replaced it (``timedelta`` or
+            seconds; 7 days by default, ``None``: no limit). Both limits apply (see ``_retention``).
         commit_timeout: seconds a commit keeps retrying when other writers commit first (jittered
             exponential backoff) before it raises :class:`CommitConflict`.
 
@@ -76,7 +67,7 @@ class ParquetDatasetStore:
         max_rows_per_file: int | None = None,
         max_workers: int | None = None,
         retain_versions: int | None = None,
-        retain_for: timedelta | float | None = DEFAULT_RETAIN_FOR,
+        retain_for: timedelta | float | None = timedelta(days=7),
         commit_timeout: float = 60.0,
     ) -> None:
         self._options = options = make_options(
@@ -91,8 +82,7 @@ class ParquetDatasetStore:
         )
         self.store, self.compression, self.commit_timeout = store, options.compression, options.commit_timeout
         self.row_group_size, self.max_rows_per_file = row_group_size, max_rows_per_file
-        self.max_workers, self.retain_versions = max_workers, retain_versions
-        self.retain_for = None if options.retain_for is None else timedelta(seconds=options.retain_for)
+        self.max_workers, self.retain_versions, self.retain_for = max_workers, retain_versions, options.retain_period
 
     def __repr__(self) -> str:
         return (
@@ -436,22 +426,19 @@ class ParquetDatasetStore:
         self,
         key: str,
         *,
-        retain_versions: int | None = _DEFAULT,  # type: ignore[assignment]
-        older_than: timedelta | float | None = _DEFAULT,  # type: ignore[assignment]
+        retain_versions: int | None = UNSET,  # type: ignore[assignment]
+        older_than: timedelta | float | None = UNSET,  # type: ignore[assignment]
         grace_period: timedelta | float = timedelta(hours=1),
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
     ) -> VacuumResult:
-        """Delete files no retained version references. ``retain_versions`` and ``older_than`` (how long a
-        replaced version stays, measured from the commit that replaced it) default to this store's
-        ``retain_versions`` and ``retain_for``; ``None`` lifts that limit.
+        """Delete files no retained version references (limits: this store's unless given; ``None`` lifts one).
 
         Raises:
             NotFound / CapabilityNotSupported: the dataset has no manifest / the store cannot list or delete.
         """
-        keep = self.retain_versions if retain_versions is _DEFAULT else retain_versions
-        age = self.retain_for if older_than is _DEFAULT else older_than
-        return vacuum(self._options, self._key(key), keep, age, grace_period, progress, dry_run=dry_run)
+        key = self._key(key)
+        return vacuum(self._options, key, retain_versions, older_than, grace_period, progress, dry_run=dry_run)
 
     def delete_dataset(self, key: str) -> None:
         """Delete the dataset ``key`` and every file under its folder (PDS-010), as a commit.

@@ -12,7 +12,7 @@ from datetime import timedelta
 from ...storage.base import Capability, FileInfo, Store
 from .._keys import check_key_fits
 from .._layout import CLAIM_NAME, MANIFEST_NAME, SUCCESS_NAME, version_path
-from .._options import DatasetOptions, check_positive, check_retain_for
+from .._options import UNSET, DatasetOptions, check_positive, check_retain_for
 from .._retention import created_at
 from ..manifest import DatasetManifest
 from .history import history
@@ -48,7 +48,9 @@ def vacuum(
     *,
     dry_run: bool,
 ) -> VacuumResult:
-    """See :meth:`ParquetDatasetStore.vacuum` (``key`` already validated)."""
+    """See :meth:`ParquetDatasetStore.vacuum` (``key`` already validated; :data:`UNSET` limits are the store's)."""
+    retain_versions = options.retain_versions if retain_versions is UNSET else retain_versions
+    older_than = options.retain_for if older_than is UNSET else older_than
     store = options.store
     check_key_fits(store, key)
     options.require(Capability.LIST, Capability.DELETE, action="vacuum datasets")

@@ -33,7 +33,7 @@ from decimal import Decimal
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from dagster_parquet_dataset.dataset._pruning import (
+from dagster_parquet_dataset.dataset.expressions.pruning import (
     filter_columns,
     might_match,
     normalize_filters,
@@ -41,7 +41,7 @@ from dagster_parquet_dataset.dataset._pruning import (
     plan_files,
     residual_filters,
 )
-from dagster_parquet_dataset.dataset._stats import decode_stats, decode_value, encode_value, file_column_stats
+from dagster_parquet_dataset.dataset.format.stats import decode_stats, decode_value, encode_value, file_column_stats
 
 ROWS_PER_FILE = 1_000
 SCHEMA = pa.schema(

@@ -24,7 +24,7 @@ from dagster_parquet_dataset import (
     ParquetDatasetStore,
     Store,
 )
-from dagster_parquet_dataset.dataset import _segments as segments
+from dagster_parquet_dataset.dataset.format import segments
 from tests._stores import CrashingStore, InjectedCrash, WrappingStore
 
 

@@ -16,7 +16,7 @@ from dagster_parquet_dataset import (
     Store,
 )
 from dagster_parquet_dataset.dataset import FileEntry
-from dagster_parquet_dataset.dataset._layout import MANIFEST_NAME
+from dagster_parquet_dataset.dataset.format.layout import MANIFEST_NAME
 from tests._stores import CrashingStore, InjectedCrash
 
 ROWS = 12

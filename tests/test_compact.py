@@ -27,7 +27,7 @@ from dagster_parquet_dataset import (
     ParquetDatasetStore,
     Store,
 )
-from dagster_parquet_dataset.dataset._write import PART_PATH_KEY
+from dagster_parquet_dataset.dataset.io.encode import PART_PATH_KEY
 from tests._faults import Fault, FaultyStore
 from tests._stores import InjectedCrash, WrappingStore
 
@@ -511,7 +511,7 @@ def test_filters_that_select_nothing_make_no_version(store: Store) -> None:
 
 def test_plan_groups_packs_only_consecutive_files_of_one_folder() -> None:
     from dagster_parquet_dataset import FileEntry
-    from dagster_parquet_dataset.dataset._ops.compact import plan_groups
+    from dagster_parquet_dataset.dataset.ops.compact import plan_groups
 
     def f(name: str, size: int | None, p: int | None = None) -> FileEntry:
         folder = f"p={p}/" if p is not None else ""

@@ -34,7 +34,7 @@ from dagster_parquet_dataset import (
     S3Store,
     Store,
 )
-from dagster_parquet_dataset.dataset import _segments as segments
+from dagster_parquet_dataset.dataset.format import segments
 from tests._external_writer import write_external_parts
 from tests._interrupts import MODES, InterruptingStore
 from tests.conftest import make_bucket

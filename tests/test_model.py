@@ -74,7 +74,7 @@ from dagster_parquet_dataset import (
     S3Store,
     Store,
 )
-from dagster_parquet_dataset.dataset import _segments as segments
+from dagster_parquet_dataset.dataset.format import segments
 from tests._external_writer import write_external_parts
 from tests._faults import LOST_AS, Fault, FaultyStore, LostResponse
 from tests._interrupts import MODES, InterruptingStore

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore
-from dagster_parquet_dataset.dataset._write import PART_PATH_KEY
+from dagster_parquet_dataset.dataset.io.encode import PART_PATH_KEY
 
 # Non-ASCII, spaces, every character Hive escapes that a key may hold, and nulls.
 VALUES: list[str | None] = [

@@ -1,4 +1,4 @@
-"""Filter normalization, file pruning and residual filters (``dataset._pruning``).
+"""Filter normalization, file pruning and residual filters (``dataset.expressions.pruning``).
 
 The property tests split random tables into "files" written to Parquet in memory, so the
 statistics pruning relies on are the real ones from ``file_column_stats``; the row filter
@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from dagster_parquet_dataset.dataset._pruning import (
+from dagster_parquet_dataset.dataset.expressions.pruning import (
     SUPPORTED_OPS,
     Predicate,
     filter_columns,
@@ -31,7 +31,7 @@ from dagster_parquet_dataset.dataset._pruning import (
     residual_filters,
     to_expression,
 )
-from dagster_parquet_dataset.dataset._stats import (
+from dagster_parquet_dataset.dataset.format.stats import (
     ColumnStats,
     decode_stats,
     decode_value,

@@ -1,4 +1,4 @@
-"""Per-file column statistics (``dataset._stats``): extraction from real Parquet footers, JSON
+"""Per-file column statistics (``dataset.format.stats``): extraction from real Parquet footers, JSON
 encoding, literal normalization. Files are written in memory with pyarrow (and DuckDB for a
 writer that truncates string statistics)."""
 
@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dagster_parquet_dataset.dataset._stats import (
+from dagster_parquet_dataset.dataset.format.stats import (
     ColumnStats,
     decode_stats,
     decode_value,

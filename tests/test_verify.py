@@ -18,7 +18,7 @@ from dagster_parquet_dataset import (
     VerifyReport,
     VersionNotRetained,
 )
-from dagster_parquet_dataset.dataset._verify import PROBLEM_KINDS
+from dagster_parquet_dataset.dataset.io.verify_parts import PROBLEM_KINDS
 
 from ._stores import WrappingStore
 
@@ -252,7 +252,7 @@ def test_footer_stats_equal_file_column_stats_for_every_type() -> None:
 
     import pyarrow.parquet as pq
 
-    from dagster_parquet_dataset.dataset._stats import FooterStats, file_column_stats
+    from dagster_parquet_dataset.dataset.format.stats import FooterStats, file_column_stats
 
     n = 50
     table = pa.table(

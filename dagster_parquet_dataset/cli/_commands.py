@@ -9,10 +9,10 @@ from typing import Any
 from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDatasetStore
 from ..errors import NotFound
 from ._assets import asset_table, assets_of, prefix_summary
-from ._filters import describe_filter
+from ._filter_args import describe_filter
 from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, table
 from ._head import cmd_head
-from ._maintenance import cmd_compact, cmd_vacuum, cmd_verify, parsed_filters
+from ._maintenance_commands import cmd_compact, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
 from ._targets import has_partitions, list_under, not_found, require_dataset
 

@@ -6,7 +6,7 @@ import re
 from collections.abc import Sequence
 from datetime import datetime, timezone
 
-from ._errors import UsageError
+from ._usage_error import UsageError
 
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")

@@ -9,11 +9,11 @@ import pyarrow as pa
 import pyarrow.dataset as pads
 
 from ..dataset import ParquetDatasetStore
-from ._errors import UsageError
 from ._format import plural, table
-from ._maintenance import parsed_filters
+from ._maintenance_commands import parsed_filters
 from ._output import OK, emit
 from ._targets import require_dataset
+from ._usage_error import UsageError
 
 _MAX_CELL = 60
 

@@ -12,9 +12,9 @@ from typing import NoReturn
 from ..dataset import ParquetDatasetStore
 from ..errors import RemoteStoreError
 from ._commands import COMMANDS, PROBLEMS
-from ._errors import UsageError
 from ._format import one_line
-from ._stores import STORE_ENV, open_store
+from ._store_args import STORE_ENV, open_store
+from ._usage_error import UsageError
 
 PROG = "dagster-parquet-dataset"
 USAGE_ERROR = 2

@@ -3,7 +3,7 @@
 Importing this package imports ``dagster``; the core package does not.
 """
 
-from ._backfill import BackfillIncomplete
+from ._backfill_split import BackfillIncomplete
 from ._checks import build_dataset_checks
 from ._maintenance import SAFETY_FLOOR, CompactOptions, MaintenanceConfig, VacuumOptions, build_maintenance_jobs
 from ._observe import observable_dataset

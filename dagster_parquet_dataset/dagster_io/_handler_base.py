@@ -28,7 +28,7 @@ from ..errors import DatasetIncomplete
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
 
-    from ._backfill import Backfill
+    from ._backfill_split import Backfill
     from .options import WriteOptions
 
 #: Manifest metadata keys the IO manager writes (all values are strings).
@@ -242,7 +242,7 @@ class TypeHandler(abc.ABC):
         """Write ``obj``, which holds the rows of several partitions, to each partition's dataset.
 
         Serves single-run backfills (output metadata ``partition_expr``; see
-        :mod:`._backfill`). The default converts ``obj`` with :meth:`to_arrow`,
+        :mod:`._backfill_split`). The default converts ``obj`` with :meth:`to_arrow`,
         splits it in memory and writes each partition with
         ``backfill.write_table`` (every ``write_mode``); a handler that writes
         elsewhere (Spark, on its executors) overrides it.
@@ -257,7 +257,7 @@ class TypeHandler(abc.ABC):
             TypeError: ``obj`` cannot be converted to Arrow.
             BackfillIncomplete: some partitions committed and others failed.
         """
-        from ._backfill import write_arrow_partitions
+        from ._backfill_split import write_arrow_partitions
 
         return write_arrow_partitions(self.to_arrow(obj), backfill)
 

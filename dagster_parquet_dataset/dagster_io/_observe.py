@@ -3,7 +3,7 @@
 A Spark job elsewhere (or any writer using :class:`ParquetDatasetStore`)
 commits new versions of a dataset; Dagster learns about them by observing the
 asset. The observed data version is derived from the version's content (see
-:mod:`._data_version`: the same one the IO manager records when it writes that
+:mod:`._asset_data_version`: the same one the IO manager records when it writes that
 content), so Dagster's staleness and declarative automation react to each commit
 that changes the data, and downstream assets load it through the same
 ``RemoteStoreIOManager``.
@@ -26,7 +26,7 @@ from dagster import (
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ..errors import DatasetNotFound, NotFound
-from ._data_version import data_version_of
+from ._asset_data_version import data_version_of
 from ._presentation import column_schema
 from ._wording import version_metadata
 from .resources import StoreResource

@@ -9,7 +9,7 @@ from dagster import MetadataValue, OutputContext
 
 from . import _context as _ctx
 from . import _presentation as _present
-from ._data_version import data_version_of
+from ._asset_data_version import data_version_of
 from ._handler_base import (
     ASSET_KEY_KEY,
     OUTPUT_NAME_KEY,

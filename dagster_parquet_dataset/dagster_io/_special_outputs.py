@@ -3,7 +3,7 @@
 * :func:`write_none`: an output that is ``None`` writes no data and records
   that the partition holds none (see ``docs/dagster.md``, "None outputs").
 * :func:`write_backfill`: an output over several partition keys, split by its
-  ``partition_expr`` metadata (see :mod:`._backfill`); each key's dataset
+  ``partition_expr`` metadata (see :mod:`._backfill_split`); each key's dataset
   commits alone.
 """
 
@@ -17,11 +17,11 @@ from dagster import MetadataValue, OutputContext
 
 from ..dataset import DatasetManifest, ParquetDatasetStore
 from ..errors import ManifestCorrupted, NotFound
-from . import _backfill as _bf
+from . import _backfill_split as _bf
 from . import _context as _ctx
 from . import _ownership as _own
 from . import _presentation as _present
-from ._data_version import set_output_data_version
+from ._asset_data_version import set_output_data_version
 from ._handler_base import NO_DATA_KEY, TypeHandler
 from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry

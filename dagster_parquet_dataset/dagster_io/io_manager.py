@@ -27,12 +27,12 @@ from pydantic import Field, PrivateAttr
 
 from ..dataset import ParquetDatasetStore
 from ..errors import RemoteStoreError
-from . import _backfill as _bf
+from . import _backfill_split as _bf
 from . import _context as _ctx
 from . import _ownership as _own
 from . import _presentation as _present
 from . import keys as keys_mod
-from ._data_version import set_output_data_version
+from ._asset_data_version import set_output_data_version
 from ._handler_base import TypeHandler
 from ._load import NoDataStored, UnsupportedTypeError, load_input, type_label
 from ._output_metadata import manifest_metadata, output_metadata
@@ -340,7 +340,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             ProcessLocalStoreError: an ``InMemoryStoreResource`` under a multi-process executor.
             ValueError: the output spans several partitions without ``partition_expr`` metadata,
                 a row's ``partition_expr`` value is null or in no partition of the run (nothing
-                is written; see :mod:`._backfill`), or the dataset layer refused the
+                is written; see :mod:`._backfill_split`), or the dataset layer refused the
                 data (a schema an append or merge cannot take, duplicate or null merge keys,
                 an unknown ``partition_by`` column, a partitioning that differs from the dataset's).
             DatasetNotFound: ``merge_strategy="update"`` and the dataset does not exist yet.

@@ -1,16 +1,16 @@
 """Dataset layer: Spec 042 Parquet datasets on any Store."""
 
-from ._data_version import data_version
-from ._merge import MergeResult
-from ._ops.append import PendingAppend
-from ._ops.compact import CompactResult
-from ._ops.listing import DatasetListing
-from ._ops.merge_plan import MergePlan, MergeReplanNeeded
-from ._options import DatasetOptions
+from ._dataset_options import DatasetOptions
 from ._pinned import CommittedManifests, PinnedDatasets, pin_manifests, read_committed_manifests
-from ._transaction import PendingWrite
-from ._verify import VerifyProblem, VerifyReport
+from .commit.transaction import PendingWrite
+from .expressions.merge_keys import MergeResult
+from .format.data_version import data_version
+from .io.verify_parts import VerifyProblem, VerifyReport
 from .manifest import DatasetManifest, FileEntry
+from .ops.append import PendingAppend
+from .ops.compact import CompactResult
+from .ops.listing import DatasetListing
+from .ops.merge_plan import MergePlan, MergeReplanNeeded
 from .store import ParquetDatasetStore
 
 __all__ = [

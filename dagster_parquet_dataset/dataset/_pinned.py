@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import validate_key
-from ._ops.many import CommittedManifests, read_committed, scan_many
-from ._ops.read import check_scan_keys, plan_manifest
-from ._read import ReadPlan
+from .io.read_parts import ReadPlan
 from .manifest import DatasetManifest
+from .ops.many import CommittedManifests, read_committed, scan_many
+from .ops.read import check_scan_keys, plan_manifest
 from .store import ParquetDatasetStore
 
 if TYPE_CHECKING:

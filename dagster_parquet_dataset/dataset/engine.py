@@ -10,18 +10,18 @@ here is safe to pickle to an executor and needs only pyarrow there.
 
 from __future__ import annotations
 
-from ._filters import DNF, Predicate, discrete_bounds
-from ._keys import check_folder_fits
-from ._layout import is_spec_name, part_name, single_name
-from ._locate import OUTSIDE, Dimension, RowLocator
-from ._merge import check_key_columns
-from ._part_check import PartCheck, PartsVanished
-from ._partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
-from ._read import check_columns
-from ._retry import Backoff, retry_replans
-from ._stats import file_column_stats
-from ._values import type_kind
-from ._write import PartOptions, encode_part
+from .commit.retry import Backoff, retry_replans
+from .expressions.filters import DNF, Predicate, discrete_bounds
+from .expressions.merge_keys import check_key_columns
+from .expressions.row_locator import OUTSIDE, Dimension, RowLocator
+from .format.layout import is_spec_name, part_name, single_name
+from .format.partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
+from .format.stats import file_column_stats
+from .format.values import type_kind
+from .io.encode import PartOptions, encode_part
+from .io.key_checks import check_folder_fits
+from .io.part_check import PartCheck, PartsVanished
+from .io.read_parts import check_columns
 from .manifest import schema_hash
 
 __all__ = [

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from ..errors import ManifestCorrupted
 from ..storage.base import Store, validate_key
-from ._segments import SegmentRef, entries_table, live_rows, segments_table
+from .format.segments import SegmentRef, entries_table, live_rows, segments_table
 
 try:  # the ``fast`` extra: several times faster on large manifests
     import orjson
@@ -265,7 +265,7 @@ class DatasetManifest:
     on first use)."""
     added: tuple[FileEntry, ...] = field(default=(), compare=False, repr=False)
     """Format 2: entries on top of ``segments`` held in the root itself (its ``files`` key, at most
-    ``_segments.INLINE_ENTRIES``). An operation that only adds files builds its manifest with the
+    ``format.segments.INLINE_ENTRIES``). An operation that only adds files builds its manifest with the
     live ``segments`` and ``added`` = the live inline entries plus its own, without loading ``files``;
     the commit moves them into a new segment when there are too many."""
 
@@ -297,7 +297,7 @@ class DatasetManifest:
         return [*self.parts, *(s.path for s in self.segments)]
 
     def entry_table(self) -> pa.Table:
-        """The entries of ``parts`` as a segment table (``_segments.ENTRY_COLUMNS`` plus pruning
+        """The entries of ``parts`` as a segment table (``format.segments.ENTRY_COLUMNS`` plus pruning
         columns), in the order of ``parts``; loaded once.
 
         Raises:

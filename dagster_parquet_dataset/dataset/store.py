@@ -1,7 +1,7 @@
 """``ParquetDatasetStore``: Spec 042 datasets with crash-safe, conflict-safe commits.
 
 A thin facade: it validates its options once (:class:`DatasetOptions`) and delegates each method to its operation
-module in :mod:`._ops`, each of which commits through the one transaction (:mod:`._transaction`). See
+module in :mod:`.ops`, each of which commits through the one transaction (:mod:`.commit.transaction`). See
 docs/architecture.md for the layout and docs/guarantees.md for the promises.
 """
 
@@ -14,19 +14,19 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..storage.base import Capability, Store, validate_key
-from ._merge import MergeResult
-from ._ops import append, delete, history, many, merge, read, verify, write
-from ._ops.append import PendingAppend
-from ._ops.as_of import resolve_version, version_at
-from ._ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
-from ._ops.listing import DatasetListing, list_datasets
-from ._ops.merge_plan import MergePlan, plan_merge
-from ._ops.vacuum import VacuumResult, vacuum
-from ._options import UNSET, check_metadata, make_options
-from ._read import ReadPlan
-from ._transaction import PendingWrite
-from ._verify import Progress, VerifyReport
+from ._dataset_options import UNSET, check_metadata, make_options
+from .commit.transaction import PendingWrite
+from .expressions.merge_keys import MergeResult
+from .io.read_parts import ReadPlan
+from .io.verify_parts import Progress, VerifyReport
 from .manifest import DatasetManifest, FileEntry
+from .ops import append, delete, history, many, merge, read, verify, write
+from .ops.append import PendingAppend
+from .ops.as_of import resolve_version, version_at
+from .ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
+from .ops.listing import DatasetListing, list_datasets
+from .ops.merge_plan import MergePlan, plan_merge
+from .ops.vacuum import VacuumResult, vacuum
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
@@ -46,11 +46,11 @@ class ParquetDatasetStore:
         retain_versions: versions kept readable, the live one included (``None``, the default: no count limit;
             ``1``: a commit deletes what it replaces; racing readers/writers re-read or retry, ``as_of`` finds none).
         retain_for: how long a replaced version stays readable, from the commit that replaced it (``timedelta`` or
-            seconds; 7 days by default, ``None``: no limit). Both limits apply (see ``_retention``).
+            seconds; 7 days by default, ``None``: no limit). Both limits apply (see ``commit.retention``).
         commit_timeout: seconds a commit keeps retrying when other writers commit first (jittered
             exponential backoff) before it raises :class:`CommitConflict`.
 
-    ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``_owner``).
+    ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``commit.owner``).
     Construction does no I/O.
 
     Raises:

@@ -22,12 +22,12 @@ small aggregates.
 
 from __future__ import annotations
 
-from ._append import append_spark_dataset
-from ._merge import merge_spark_dataset
 from ._parts import Destination, WrittenParts, delete_attempt_leftovers, write_spark_parts
-from ._read import read_spark_dataset, read_spark_datasets
-from ._schema import arrow_schema_to_spark, spark_schema_to_arrow
-from ._write import write_spark_dataset
+from ._spark_append import append_spark_dataset
+from ._spark_merge import merge_spark_dataset
+from ._spark_read import read_spark_dataset, read_spark_datasets
+from ._spark_schema import arrow_schema_to_spark, spark_schema_to_arrow
+from ._spark_write import write_spark_dataset
 
 __all__ = [
     "Destination",

@@ -30,7 +30,7 @@ from ..errors import NotFound
 from ..storage.base import Capability, Store
 from ._descriptor import DDL, entries_by_group, first_error
 from ._jobs import collect_rows
-from ._schema import spark_schema_to_arrow
+from ._spark_schema import spark_schema_to_arrow
 from ._task_writer import Destination, TaskWriter
 
 if TYPE_CHECKING:

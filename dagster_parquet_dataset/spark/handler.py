@@ -29,7 +29,7 @@ or a manifest says the dataset was written from one.
   ``partition_expr``), with any ``write_mode`` and ``partition_by``:
   :meth:`SparkDataFrameHandler.write_partitions`, one Spark job whose tasks
   write each partition's parts, then one commit per partition on the driver
-  (``spark/_backfill.py``; a merge merges each partition on the executors).
+  (``spark/_backfill_job.py``; a merge merges each partition on the executors).
 
 The datasets are ordinary datasets: an input annotated ``pandas.DataFrame`` or
 ``pyarrow.Table`` loads a Spark-written one, and a Spark input loads one
@@ -48,15 +48,15 @@ from pyspark.sql import DataFrame, SparkSession
 from ..dagster_io._ownership import commit_owner
 from ..dagster_io.handlers import OptionsWrite, TypeHandler
 from ..dataset import DatasetManifest, ParquetDatasetStore
-from ._append import append_spark_dataset
-from ._merge import merge_spark_dataset
-from ._read import read_spark_dataset, read_spark_datasets
-from ._write import write_spark_dataset
+from ._spark_append import append_spark_dataset
+from ._spark_merge import merge_spark_dataset
+from ._spark_read import read_spark_dataset, read_spark_datasets
+from ._spark_write import write_spark_dataset
 
 if TYPE_CHECKING:
     from dagster import InputContext, OutputContext
 
-    from ..dagster_io._backfill import Backfill
+    from ..dagster_io._backfill_split import Backfill
     from ..dagster_io.options import WriteOptions
 
 #: Output metadata key: repartition a Spark DataFrame by its ``partition_by`` columns before writing.
@@ -177,14 +177,14 @@ class SparkDataFrameHandler(TypeHandler):
         with the output's write options (overwrite or append, with or without ``partition_by``;
         a merge checks the rows' partitions in one job, then merges each partition on the
         executors), and the driver commits each partition
-        (:func:`~dagster_parquet_dataset.spark._backfill.write_spark_partitions`).
+        (:func:`~dagster_parquet_dataset.spark._backfill_job.write_spark_partitions`).
 
         Raises:
             ValueError: a row's partition value is null or in no partition of the run; nothing is committed.
             TypeError: a bad ``spark_repartition``, or a column that cannot be stored.
             BackfillIncomplete: some partitions committed and others failed.
         """
-        from ._backfill import write_spark_partitions
+        from ._backfill_job import write_spark_partitions
 
         return list(write_spark_partitions(obj, datasets, backfill, repartition=_repartition_option(context)))
 

@@ -571,7 +571,7 @@ def test_owner_check_runs_before_any_write(
 def test_group_rows_matches_a_filter_per_target(codes: list[int]) -> None:
     import numpy as np
 
-    from dagster_parquet_dataset.dagster_io._backfill import group_rows
+    from dagster_parquet_dataset.dagster_io._backfill_split import group_rows
 
     table = pa.table({"i": list(range(len(codes))), "s": [f"r{i}" for i in range(len(codes))]})
     groups = group_rows(table, np.array(codes, dtype=np.int64), 4)

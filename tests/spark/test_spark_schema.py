@@ -7,7 +7,7 @@ import pytest
 from pyspark.sql import types as T
 
 from dagster_parquet_dataset.spark import arrow_schema_to_spark, spark_schema_to_arrow
-from dagster_parquet_dataset.spark._schema import natively_readable
+from dagster_parquet_dataset.spark._spark_schema import natively_readable
 
 NESTED = T.StructType(
     [

@@ -1,0 +1,147 @@
+"""The settings every dataset operation takes (instead of the facade itself), and their checks."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from ..errors import CapabilityNotSupported
+from ..storage.base import Capability, Store
+from .io.encode import PartOptions
+
+#: An option not given (a method's default that means "as this store was configured").
+UNSET: Any = object()
+
+COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")
+
+
+@dataclass(frozen=True, kw_only=True)
+class DatasetOptions:
+    """What :class:`ParquetDatasetStore` was configured with, validated (see its docstring)."""
+
+    store: Store
+    compression: str = "zstd"
+    row_group_size: int | None = None
+    max_rows_per_file: int | None = None
+    max_workers: int | None = None
+    retain_versions: int | None = None
+    #: Seconds a replaced version stays retained (see ``_retention``); ``None``: no time limit.
+    retain_for: float | None = 7 * 24 * 3600.0
+    commit_timeout: float = 60.0
+
+    @property
+    def retain_period(self) -> timedelta | None:
+        """:attr:`retain_for` as a ``timedelta``."""
+        return None if self.retain_for is None else timedelta(seconds=self.retain_for)
+
+    @property
+    def part_options(self) -> PartOptions:
+        return PartOptions(self.compression, self.row_group_size)
+
+    def require(self, *capabilities: Capability, action: str) -> None:
+        """Raises :class:`CapabilityNotSupported` naming what the store lacks to ``action``."""
+        missing = [c.name for c in capabilities if not self.store.supports(c)]
+        if missing:
+            raise CapabilityNotSupported(f"{self.store!r} cannot {action}: it lacks {', '.join(missing)}")
+
+
+def check_positive(name: str, value: int | None) -> None:
+    """Raises ``TypeError`` (not an int) or ``ValueError`` (not positive); ``None`` passes."""
+    if value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"{name} must be an int or None, got {type(value).__name__}")
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive number of rows, got {value}")
+
+
+def check_commit_timeout(value: object) -> float:
+    """``value`` as seconds. Raises ``ValueError``: not a finite, non-negative number (NaN, inf, a bool)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"commit_timeout must be a finite, non-negative number of seconds, got {value!r}")
+    return float(value)
+
+
+def check_retain_for(value: object, name: str = "retain_for") -> float | None:
+    """``value`` (a ``timedelta`` or seconds) as seconds; ``None`` passes.
+
+    Raises:
+        TypeError: neither a ``timedelta``, a number nor ``None``.
+        ValueError: negative, NaN or infinite.
+    """
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a timedelta, a number of seconds or None, got {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite, non-negative duration, got {value!r}")
+    return float(value)
+
+
+def check_compression(value: object) -> str:
+    """Raises ``ValueError``: an unknown codec."""
+    if not isinstance(value, str) or value.lower() not in COMPRESSIONS:
+        raise ValueError(f"unknown compression {value!r}; choose one of {', '.join(COMPRESSIONS)}")
+    return value.lower()
+
+
+def check_metadata(metadata: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A copy of ``metadata``. Raises ``TypeError``: not a mapping of str to str."""
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise TypeError(f"metadata must be a dict of str to str, got {type(metadata).__name__}")
+    for k, v in metadata.items():
+        if not isinstance(k, str) or not isinstance(v, str):
+            raise TypeError(f"metadata must map str to str; entry {k!r}: {v!r} does not")
+    return dict(metadata)
+
+
+def check_run_id(run_id: object) -> None:
+    """Raises ``TypeError``: ``run_id`` is neither a str nor ``None``."""
+    if run_id is not None and not isinstance(run_id, str):
+        raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
+
+
+def make_options(
+    store: object,
+    *,
+    compression: object,
+    row_group_size: int | None,
+    max_rows_per_file: int | None,
+    max_workers: int | None,
+    retain_versions: int | None,
+    retain_for: object,
+    commit_timeout: object,
+) -> DatasetOptions:
+    """Validated :class:`DatasetOptions`.
+
+    Raises:
+        TypeError: ``store`` is not a :class:`Store`, or an option has the wrong type.
+        ValueError: an option is out of range or the codec is unknown.
+    """
+    if not isinstance(store, Store):
+        raise TypeError(f"store must be a dagster_parquet_dataset Store, got {type(store).__name__}")
+    codec = check_compression(compression)
+    for name, value in (
+        ("row_group_size", row_group_size),
+        ("max_rows_per_file", max_rows_per_file),
+        ("max_workers", max_workers),
+        ("retain_versions", retain_versions),
+    ):
+        check_positive(name, value)
+    return DatasetOptions(
+        store=store,
+        compression=codec,
+        row_group_size=row_group_size,
+        max_rows_per_file=max_rows_per_file,
+        max_workers=max_workers,
+        retain_versions=retain_versions,
+        retain_for=check_retain_for(retain_for),
+        commit_timeout=check_commit_timeout(commit_timeout),
+    )

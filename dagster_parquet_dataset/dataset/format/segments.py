@@ -1,0 +1,343 @@
+"""Segments (``format_version`` 2): immutable Parquet files holding a version's file entries.
+
+The root ``manifest.json`` lists the version's parts (Spec 042) and the
+segments that hold their entries; a part's entry is the *last* row with its
+path over the segments in the order the root lists them. Rows whose path the
+root does not list are dead (a later version removed or replaced the file).
+
+A segment is written once by the commit that makes it, never modified, and
+shared by every later version that lists it: an append writes one small
+segment for its own files, so its metadata work is proportional to the change.
+Trailing segments of similar size are merged into one (like the levels of a
+log-structured merge tree), and all segments are consolidated into one when
+dead rows outnumber live ones, so a version never has more than about
+log2(files) segments. See ``docs/format.md`` for the byte-level format.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from ...errors import ManifestCorrupted, NotFound
+from ...storage.base import Store, validate_key
+from ..expressions.segment_pruning import pruning_columns
+from .layout import MANIFEST_NAME
+
+SEGMENTS_DIR = "_segments"
+#: Trailing segments are merged while the one before the last holds at most this many times the last's rows.
+_MERGE_RATIO = 2
+MIN_DEAD = 64
+#: Entries a root manifest holds itself (its ``files``) before they move into a segment: a small
+#: dataset stays one ``manifest.json``, and an append to a large one writes a segment every few commits.
+INLINE_ENTRIES = 32
+
+_ENTRY_SCHEMA = pa.schema(
+    [
+        pa.field("path", pa.string(), nullable=False),
+        pa.field("row_count", pa.int64()),
+        pa.field("size_bytes", pa.int64()),
+        pa.field("partition_values", pa.string()),
+        pa.field("stats", pa.string()),
+        pa.field("missing_columns", pa.list_(pa.string())),
+        pa.field("content_hash", pa.string()),
+    ]
+)
+ENTRY_COLUMNS = tuple(_ENTRY_SCHEMA.names)
+
+
+class SegmentGone(ManifestCorrupted):
+    """A segment the manifest read earlier lists is missing because a later commit (or a delete) replaced
+    that version and its files went: a lost race, so re-read the manifest (a reader) or build again on
+    the new version (a writer). A segment missing while the live manifest still lists it is damage, a
+    plain :class:`ManifestCorrupted`."""
+
+
+@dataclass(frozen=True)
+class SegmentRef:
+    """One segment a root manifest lists.
+
+    Attributes:
+        path: relative to the dataset key (``_segments/<token>.parquet``).
+        files: rows (file entries) in the segment, live or dead.
+        rows: sum of the entries' ``row_count``.
+        size_bytes: the segment file's size.
+        sha256: hex SHA-256 of the segment file's bytes.
+    """
+
+    path: str
+    files: int
+    rows: int
+    size_bytes: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "files": self.files,
+            "rows": self.rows,
+            "size_bytes": self.size_bytes,
+            "sha256": self.sha256,
+        }
+
+    @classmethod
+    def from_dict(cls, raw: Any) -> SegmentRef:
+        """Raises: ManifestCorrupted: not an object with the fields and types above."""
+        ok = isinstance(raw, dict) and isinstance(raw.get("path"), str) and isinstance(raw.get("sha256"), str)
+        ints = [raw.get(n) for n in ("files", "rows", "size_bytes")] if ok else []
+        if not ok or not all(type(v) is int and v >= 0 for v in ints):
+            raise ManifestCorrupted(f"manifest segment {raw!r} is malformed", reason="bad segments")
+        check_segment_path(raw["path"])
+        return cls(raw["path"], ints[0], ints[1], ints[2], raw["sha256"])
+
+
+def check_segment_path(path: str) -> None:
+    """Raises ManifestCorrupted: ``path`` is not a safe key directly under ``_segments/`` (checked like a
+    part's path: no empty, ``.`` or ``..`` name, no ``//``, trailing ``/`` or backslash)."""
+    try:
+        validate_key(path, what="manifest segment path")
+    except ValueError as exc:
+        raise ManifestCorrupted(f"manifest lists an unsafe segment path: {exc}", reason="bad segments") from None
+    head, _sep, name = path.partition("/")
+    if head != SEGMENTS_DIR or not name or "/" in name:
+        raise ManifestCorrupted(
+            f"manifest segment path {path!r} is not a file in {SEGMENTS_DIR}/", reason="bad segments"
+        )
+
+
+# ---------------------------------------------------------------------- tables <-> entries
+
+
+def _dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=True)
+
+
+def entries_table(entries: Sequence[Any], schema: pa.Schema | None = None) -> pa.Table:
+    """The segment table of ``entries`` (``FileEntry`` objects), with pruning columns for ``schema``."""
+    columns = {
+        "path": [e.path for e in entries],
+        "row_count": [e.row_count for e in entries],
+        "size_bytes": [e.size_bytes for e in entries],
+        "partition_values": [_dumps(e.partition_values) for e in entries],
+        "stats": [_dumps(e.stats) for e in entries],
+        "missing_columns": [list(e.missing_columns) for e in entries],
+        "content_hash": [e.content_hash for e in entries],
+    }
+    table = pa.table(columns, schema=_ENTRY_SCHEMA)
+    if schema is not None:
+        for name, array in pruning_columns(entries, schema).items():
+            table = table.append_column(name, array)
+    return table
+
+
+# ---------------------------------------------------------------------- reading
+
+
+_cache: weakref.WeakKeyDictionary[Any, dict[str, pa.Table]] = weakref.WeakKeyDictionary()
+_cache_lock = threading.Lock()
+_CACHE_PER_STORE = 256
+
+
+def _remember(store: Store, path: str, table: pa.Table) -> None:
+    with _cache_lock:
+        try:
+            tables = _cache.setdefault(store, {})
+        except TypeError:  # a store that cannot be weakly referenced: no cache
+            return
+        if len(tables) >= _CACHE_PER_STORE:
+            tables.pop(next(iter(tables)))
+        tables[path] = table
+
+
+def load_segment(store: Store, key: str, ref: SegmentRef, *, cached: bool = True) -> pa.Table:
+    """The verified table of segment ``ref`` (cached: segments never change).
+
+    Raises:
+        ManifestCorrupted: the segment is missing, its size or SHA-256 differ from the root's, or it is not
+            a segment table; the message names the segment.
+    """
+    path = f"{key}/{ref.path}"
+    if cached:
+        with _cache_lock:
+            hit = _cache.get(store, {}).get(path) if _weakable(store) else None
+        if hit is not None:
+            return hit
+    try:
+        data = store.read_bytes(path)
+    except NotFound:
+        if not _live_lists(store, key, ref.path):
+            raise SegmentGone(
+                f"dataset {key!r}: segment {ref.path!r} went with the version that listed it (a later commit "
+                "replaced it); read the manifest again",
+                reason="segment gone",
+            ) from None
+        raise ManifestCorrupted(
+            f"dataset {key!r}: segment {ref.path!r} that the manifest lists is missing", reason="missing segment"
+        ) from None
+    if len(data) != ref.size_bytes or hashlib.sha256(data).hexdigest() != ref.sha256:
+        why = "truncated" if len(data) < ref.size_bytes else "corrupt"
+        raise ManifestCorrupted(
+            f"dataset {key!r}: segment {ref.path!r} is {why} ({len(data)} bytes, the manifest records "
+            f"{ref.size_bytes} bytes and its SHA-256)",
+            reason=f"{why} segment",
+        )
+    try:
+        table = pq.read_table(pa.BufferReader(data), use_threads=False)
+    except Exception as exc:
+        raise ManifestCorrupted(
+            f"dataset {key!r}: segment {ref.path!r} is not a readable Parquet file: {exc}", reason="corrupt segment"
+        ) from None
+    if not set(ENTRY_COLUMNS[:-1]) <= set(table.column_names) or table.num_rows != ref.files:
+        raise ManifestCorrupted(
+            f"dataset {key!r}: segment {ref.path!r} lacks the entry columns or holds {table.num_rows} rows, "
+            f"not {ref.files}",
+            reason="corrupt segment",
+        )
+    _remember(store, path, table)
+    return table
+
+
+def _live_lists(store: Store, key: str, relative: str) -> bool:
+    """Whether the live root manifest of ``key`` lists the segment ``relative`` (an unreadable one counts as
+    listing it: the damage is reported, not a race)."""
+    try:
+        raw = json.loads(store.read_bytes(f"{key}/{MANIFEST_NAME}"))
+    except NotFound:
+        return False  # deleted meanwhile
+    except ValueError:
+        return True
+    if not isinstance(raw, dict):
+        return True
+    if raw.get("operation") == "delete":
+        return False  # a delete's tombstone
+    listed = raw.get("segments")
+    return not isinstance(listed, list) or any(isinstance(s, dict) and s.get("path") == relative for s in listed)
+
+
+def check_segments(store: Store, key: str, refs: Sequence[SegmentRef]) -> None:
+    """Read every segment of ``refs`` from the store itself (not the cache) and check it.
+
+    Raises:
+        ManifestCorrupted: a segment is missing, truncated or corrupt (the message names it).
+    """
+    for ref in refs:
+        load_segment(store, key, ref, cached=False)
+
+
+def _weakable(store: Store) -> bool:
+    try:
+        weakref.ref(store)
+    except TypeError:
+        return False
+    return True
+
+
+def segments_table(store: Store, key: str, refs: Sequence[SegmentRef], extra: pa.Table | None = None) -> pa.Table:
+    """All rows of ``refs`` (then ``extra``) in order, entry columns first; pruning columns whose
+    types disagree between segments are left out."""
+    tables = [load_segment(store, key, r) for r in refs]
+    if extra is not None:
+        tables.append(extra)
+    if not tables:
+        return _ENTRY_SCHEMA.empty_table()
+    return _concat(tables)
+
+
+def _concat(tables: Sequence[pa.Table]) -> pa.Table:
+    """``tables`` one after the other; pruning columns whose types disagree are left out."""
+    if len(tables) == 1:
+        return tables[0]
+    try:
+        return pa.concat_tables(tables, promote_options="default")
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        entry_only = [t.select([n for n in ENTRY_COLUMNS if n in t.column_names]) for t in tables]
+        return pa.concat_tables(entry_only, promote_options="default")
+
+
+def live_rows(table: pa.Table, parts: Sequence[str], key: str) -> pa.Table:
+    """The rows of ``table`` that are the entries of ``parts``, in the order of ``parts``
+    (the last row with a path wins).
+
+    Raises:
+        ManifestCorrupted: a part has no row.
+    """
+    if not parts:
+        return table.slice(0, 0)
+    n = table.num_rows
+    wanted = pa.array(parts, pa.string())
+    if n == len(parts) and table.column("path").combine_chunks().equals(wanted):
+        return table  # the usual case: no dead rows, segments in the order of the parts
+    reversed_rows = table.take(pa.array(np.arange(n - 1, -1, -1, dtype=np.int64))) if n > 1 else table
+    index = pc.index_in(wanted, value_set=reversed_rows.column("path"))
+    if index.null_count:
+        missing = parts[pc.index(pc.is_null(index), True).as_py()]
+        raise ManifestCorrupted(
+            f"dataset {key!r}: part {missing!r} has no entry in the manifest's segments", reason="missing entry"
+        )
+    return reversed_rows.take(index)
+
+
+# ---------------------------------------------------------------------- writing
+
+
+def write_segment(store: Store, key: str, relative: str, table: pa.Table) -> SegmentRef:
+    """Write ``table`` as the segment ``relative`` (a new name) and return its reference."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="zstd", write_statistics=False)
+    data = sink.getvalue().to_pybytes()
+    store.write_bytes(f"{key}/{relative}", data)
+    _remember(store, f"{key}/{relative}", table)
+    rows = pc.sum(table.column("row_count")).as_py() or 0
+    return SegmentRef(relative, table.num_rows, rows, len(data), hashlib.sha256(data).hexdigest())
+
+
+def _compact_rows(table: pa.Table, live: set[str]) -> pa.Table:
+    """``table``'s rows that are the last with a path in ``live``."""
+    last: dict[str, int] = {}
+    for i, path in enumerate(table.column("path").to_pylist()):
+        if path in live:
+            last[path] = i
+    return table.take(pa.array(sorted(last.values()), pa.int64()))
+
+
+def plan_segments(
+    store: Store,
+    key: str,
+    base: Sequence[SegmentRef],
+    fresh: pa.Table | None,
+    parts: Sequence[str],
+    name: Callable[[], str],
+    record: Callable[[str], None],
+) -> tuple[SegmentRef, ...]:
+    """The segments of a new version: ``base`` (inherited), plus one segment of ``fresh`` (rows for
+    new or changed entries), then merged so that their number stays logarithmic.
+
+    Every segment written gets a name from ``name`` and is passed to ``record`` before it is written.
+    """
+    segments = list(base)
+
+    def write(table: pa.Table) -> SegmentRef:
+        relative = name()
+        record(relative)
+        return write_segment(store, key, relative, table)
+
+    if fresh is not None and fresh.num_rows:
+        tail: list[pa.Table] = [fresh]
+        while segments and segments[-1].files <= _MERGE_RATIO * sum(t.num_rows for t in tail):
+            tail.insert(0, load_segment(store, key, segments.pop()))
+        if len(tail) == 1:
+            segments.append(write(fresh))
+        else:
+            merged = _concat(tail)
+            segments.append(write(_compact_rows(merged, set(parts))))
+    return tuple(segments)

@@ -1,0 +1,212 @@
+"""Append: new rows in new files, committed on top of whatever version is live.
+
+In-process (:func:`append_dataset`) or with parts written elsewhere
+(:func:`begin_append` fixes the schema and partitioning the parts must have,
+:func:`commit_append` commits them); both rebase with :func:`append_builder`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import pyarrow as pa
+
+from ...errors import CommitConflict
+from ...storage.base import Capability, validate_key
+from .._dataset_options import DatasetOptions, check_metadata, check_run_id
+from ..commit.external_entries import check_external_entries
+from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest
+from ..format.data_version import entries_hash
+from ..format.partition import check_partition_by
+from ..format.schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
+from ..io.key_checks import check_key_fits, check_write_fits
+from ..manifest import SEGMENTED_FORMAT, DatasetManifest, FileEntry
+from .history import read_manifest
+from .write import check_input, write_parts
+
+
+@dataclass(frozen=True)
+class PendingAppend:
+    """An append begun by :meth:`ParquetDatasetStore.begin_append`.
+
+    Attributes:
+        key: the validated dataset key.
+        txn: unique token of this append; part names must carry it.
+        schema: the Arrow schema the appended rows must have, columns in this
+            order (partition columns included): the dataset's schema plus any
+            new columns, or the incoming schema for a new dataset.
+        partition_by: the dataset's partition columns (the parts go to their
+            ``col=value/`` folders and leave these columns out).
+        write: the underlying :class:`PendingWrite` (for part names).
+    """
+
+    key: str
+    txn: str
+    schema: pa.Schema
+    partition_by: tuple[str, ...]
+    write: PendingWrite = field(repr=False)
+    allow_new_columns: bool = False
+
+
+def append_schema(key: str, current: DatasetManifest, incoming: pa.Schema, allow_new_columns: bool) -> pa.Schema:
+    """The dataset's schema evolved by ``incoming``.
+
+    Raises:
+        ValueError: a Spec 042-only manifest without a schema, or ``incoming`` does not fit.
+    """
+    schema = current.schema
+    if schema is None:
+        raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to append")
+    return evolve_schema(
+        schema, incoming, allow_new_columns=allow_new_columns, key=key, partition_by=current.partition_by
+    )
+
+
+def append_builder(
+    options: DatasetOptions,
+    key: str,
+    entries: Sequence[FileEntry],
+    incoming: pa.Schema,
+    partition: tuple[str, ...],
+    pending: PendingWrite,
+    allow_new_columns: bool,
+) -> Build:
+    """The append's manifest on top of whatever version is live when it commits."""
+    run_id, metadata = pending.run_id, pending.metadata
+
+    def make(files: Sequence[FileEntry], schema: pa.Schema) -> DatasetManifest:
+        return new_manifest(
+            options, key, files, schema, run_id=run_id, metadata=metadata, partition_by=partition, operation="append"
+        )
+
+    def build(latest: DatasetManifest | None) -> DatasetManifest:
+        if latest is None:
+            return make(entries, incoming)
+        if latest.partition_by != partition:
+            raise CommitConflict(f"dataset {key!r} was repartitioned by a concurrent write; append again")
+        clash = sorted({e.path for e in entries} & set(latest.parts))
+        if clash:
+            raise ValueError(f"part {clash[0]!r} is already listed by the live version of dataset {key!r}")
+        schema = append_schema(key, latest, incoming, allow_new_columns)
+        added = [n for n in schema.names if latest.schema is not None and n not in latest.schema.names]
+        ours = [replace(f, missing_columns=tuple(n for n in schema.names if n not in incoming.names)) for f in entries]
+        if not added and latest.format_version >= SEGMENTED_FORMAT and (latest.segments or latest.added):
+            # Only files added: the live segments stay as they are, nothing else is loaded.
+            return make([], schema).evolve(
+                parts=[*latest.parts, *(e.path for e in ours)],
+                row_count=latest.row_count + sum(e.row_count or 0 for e in ours),
+                segments=latest.segments,
+                added=(*latest.added, *ours),
+                files=(),
+            )
+        old = [replace(f, missing_columns=f.missing_columns + tuple(added)) if added else f for f in latest.files]
+        return make([*old, *ours], schema)
+
+    return build
+
+
+def _begin(
+    options: DatasetOptions,
+    key: str,
+    schema: pa.Schema,
+    run_id: str | None,
+    metadata: dict[str, str] | None,
+    partition_by: Sequence[str] | None,
+    allow_new_columns: bool,
+    expect_owner: Mapping[str, str | None] | None,
+) -> tuple[Transaction, tuple[str, ...], pa.Schema | None]:
+    """The append's transaction, partitioning and target schema (``None`` for a new dataset)."""
+    check_key_fits(options.store, key)
+    check_column_names(schema, key=key)
+    check_run_id(run_id)
+    options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, action="append to datasets")
+    metadata = check_metadata(metadata)
+    txn = Transaction.begin(options, key, overwrite=False, run_id=run_id, metadata=metadata, expect_owner=expect_owner)
+    current = txn.current
+    if current is None and txn.exists:
+        read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
+    if current is None:
+        return txn, check_partition_by(partition_by, schema), None
+    partition = current.partition_by
+    if partition_by is not None and tuple(partition_by) != partition:
+        raise ValueError(
+            f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}; "
+            "an append keeps the dataset's partitioning"
+        )
+    return txn, partition, append_schema(key, current, schema, allow_new_columns)
+
+
+def append_dataset(
+    options: DatasetOptions,
+    table: pa.Table | pa.RecordBatchReader,
+    key: str,
+    run_id: str | None,
+    metadata: dict[str, str] | None,
+    partition_by: Sequence[str] | None,
+    allow_new_columns: bool,
+    expect_owner: Mapping[str, str | None] | None = None,
+    idempotency_key: str | None = None,
+) -> DatasetManifest:
+    """See :meth:`ParquetDatasetStore.append_dataset`."""
+    key = validate_key(key, what="dataset key")
+    check_input(table, "append_dataset")
+    args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
+    txn, partition, target = _begin(options, key, table.schema, *args)
+    if target is not None:
+        table = conform_data(table, target, key=key)
+    check_write_fits(options.store, key, table, partition)
+    incoming = recorded_schema(table.schema, partition, key=key)
+    with txn.writing():
+        entries = write_parts(options, txn, table, partition)
+    build = append_builder(options, key, entries, incoming, partition, txn.pending, allow_new_columns)
+    content = entries_hash(entries) if idempotency_key is not None else None
+    return txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
+
+
+def begin_append(
+    options: DatasetOptions,
+    key: str,
+    schema: pa.Schema,
+    run_id: str | None,
+    metadata: dict[str, str] | None,
+    partition_by: Sequence[str] | None,
+    allow_new_columns: bool,
+    expect_owner: Mapping[str, str | None] | None = None,
+) -> PendingAppend:
+    """See :meth:`ParquetDatasetStore.begin_append`."""
+    key = validate_key(key, what="dataset key")
+    if not isinstance(schema, pa.Schema):
+        raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    txn, partition, target = _begin(
+        options, key, schema, run_id, metadata, partition_by, allow_new_columns, expect_owner
+    )
+    if target is None:
+        target = schema
+    else:
+        conform_table(schema.empty_table(), target, key=key)  # column set and castability, before any write
+    recorded_schema(target, partition, key=key)  # every column storable
+    return PendingAppend(
+        key=key,
+        txn=txn.txn,
+        schema=target,
+        partition_by=tuple(partition),
+        write=txn.pending,
+        allow_new_columns=allow_new_columns,
+    )
+
+
+def commit_append(options: DatasetOptions, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:
+    """See :meth:`ParquetDatasetStore.commit_append`."""
+    if not isinstance(pending, PendingAppend):
+        raise TypeError(f"pending must come from begin_append, got {type(pending).__name__}")
+    check_key_fits(options.store, pending.key)
+    incoming = recorded_schema(pending.schema, pending.partition_by, key=pending.key)
+    txn = Transaction.resume(options, pending.write)
+    live = txn.current.parts if txn.current is not None else ()
+    entries = check_external_entries(options.store, pending.key, entries, incoming, pending.partition_by, listed=live)
+    txn.adopt(e.path for e in entries)
+    build = append_builder(
+        options, pending.key, entries, incoming, pending.partition_by, pending.write, pending.allow_new_columns
+    )
+    return txn.commit(build)

@@ -1,0 +1,101 @@
+"""Delete: a committed operation.
+
+The delete first commits a *tombstone* (a manifest with ``operation="delete"``
+and no parts) by compare-and-swap against the live version, so it is ordered
+with every other commit: a writer that committed before it is deleted with
+the dataset, a writer whose commit comes after it loses its race, sees the
+tombstone and fails with :class:`CommitConflict` (its parts are removed), and
+nobody commits on top of a dataset being deleted. ``_SUCCESS`` goes first (readers
+see the dataset absent), then the tombstone lands, then every file the dataset had
+when it landed, and the tombstone last. A writer that begins on the tombstone
+(the delete may have died) replaces it.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from ...errors import CommitConflict, NotFound
+from ...storage.base import Capability
+from .._dataset_options import DatasetOptions
+from ..commit.retry import Backoff
+from ..commit.transaction import read_raw, tombstone
+from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
+from ..io.key_checks import check_key_fits
+from .vacuum import own_files
+
+log = logging.getLogger(__name__)
+
+#: Attempts at removing the folder while files keep appearing in it.
+_ROUNDS = 3
+
+
+def delete_dataset(options: DatasetOptions, key: str) -> None:
+    """See :meth:`ParquetDatasetStore.delete_dataset` (``key`` already validated).
+
+    Raises:
+        NotFound: nothing is stored under ``key``.
+        CapabilityNotSupported: the store cannot delete or list.
+        CommitConflict: other writers kept committing for ``commit_timeout`` seconds.
+    """
+    store = options.store
+    check_key_fits(store, key)
+    options.require(Capability.DELETE, Capability.LIST, action="delete datasets")
+    if not own_files(store, key):
+        raise NotFound(f"dataset {key!r} does not exist")
+    manifest_path = f"{key}/{MANIFEST_NAME}"
+    # _SUCCESS first: if this delete dies before its tombstone lands, the dataset is still whole (a reader
+    # writes the marker back); once the tombstone landed, a dataset without the marker reads as absent.
+    store.delete(f"{key}/{SUCCESS_NAME}", missing_ok=True)
+    token = _commit_tombstone(options, key) if store.supports(Capability.CONDITIONAL_WRITE) else None
+    # Only the files there when the tombstone landed: a writer that begins after it writes new parts and
+    # may commit them on top of the tombstone; one that began before it loses its race and removes its own.
+    for info in own_files(store, key):
+        if info.path != manifest_path:
+            store.delete(info.path, missing_ok=True)
+    if token is not None and read_raw(store, key)[1] != token:
+        return  # a writer committed on top of the tombstone: its dataset stays
+    if [f.path for f in store.list_files(key)] != [manifest_path]:
+        store.delete(manifest_path, missing_ok=True)  # other files appeared: a writer's, who will find them gone
+        return
+    for _ in range(_ROUNDS):
+        try:
+            store.delete_folder(key)  # the tombstone and, on a local disk, the empty folders
+            return
+        except NotFound:
+            return
+        except OSError as exc:
+            # A part published mid-delete (ENOTEMPTY). Once the tombstone is gone, its writer's commit
+            # loses, finds its parts missing and commits nothing: remove what appeared and try again.
+            log.info("dataset %r: a file appeared while its folder was removed (%s)", key, exc)
+            store.delete(manifest_path, missing_ok=True)
+            for info in own_files(store, key):
+                store.delete(info.path, missing_ok=True)
+
+
+def _commit_tombstone(options: DatasetOptions, key: str) -> str:
+    """Replace the live manifest (or its absence) by a tombstone, by compare-and-swap; its token."""
+    store = options.store
+    base = tombstone(options, key, 1)
+    txn = base.txn
+    backoff = Backoff(options.commit_timeout)
+    while True:
+        current, token = read_raw(store, key)
+        version = current.version + 1 if current is not None else 1
+        mark = replace(base, version=version)
+        try:
+            return store.write_if(f"{key}/{MANIFEST_NAME}", mark.to_json().encode("utf-8"), expected=token)
+        except CommitConflict:
+            pass
+        except OSError:
+            pass  # a lost response: the re-read below tells
+        latest, latest_token = read_raw(store, key)
+        if latest is not None and latest.txn == txn and latest_token is not None:
+            return latest_token
+        if backoff.expired():
+            raise CommitConflict(
+                f"dataset {key!r}: gave up deleting after {options.commit_timeout:g} s; other writers keep "
+                "committing to it (raise commit_timeout to wait longer)"
+            )
+        backoff.pause()

@@ -1,0 +1,169 @@
+"""Many datasets at once: their committed manifests, fetched in parallel, one request each.
+
+An input over 365 daily partitions, ``scan_datasets`` or Spark's
+``read_spark_datasets`` needs the committed manifest of every dataset before
+it reads data. Each is one ``GET`` of ``manifest.json``, on a bounded pool of
+threads, and nothing more when the manifest proves its own commit:
+
+- a manifest this package wrote carries its write token (``txn``), and the
+  compare-and-swap that put it there *is* the commit (the rule
+  ``repair_success`` relies on), so it is committed whether or not its
+  ``_SUCCESS`` has been written yet;
+- a manifest without a token (a Spec 042-only writer) is committed only with
+  ``_SUCCESS`` (PDS-003): one more existence check, for those datasets only.
+
+Anything else (no manifest, a corrupt one, a delete's tombstone, a Spec-only
+manifest without ``_SUCCESS``) goes through the single-dataset path
+(``committed_manifest``), so the error is the one ``read_dataset`` raises.
+Unlike that path, this one never writes: a missing ``_SUCCESS`` of a committed
+manifest is left for the next single-dataset read or commit to repair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ...errors import DatasetIncomplete, ManifestCorrupted, NotFound, RemoteStoreError
+from ...storage.base import Store
+from ..commit.transaction import is_tombstone
+from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
+from ..format.segments import SegmentGone
+from ..manifest import DatasetManifest
+from .read import committed_manifest
+
+#: Scans of all the keys before giving up when commits keep replacing the versions read.
+_SCAN_ATTEMPTS = 10
+
+if TYPE_CHECKING:
+    import pyarrow.dataset as pads
+
+#: Manifests fetched at once (each a GET: latency-bound, so more threads than cores).
+ROOT_THREADS = 32
+
+
+@dataclass(frozen=True)
+class CommittedManifests:
+    """The committed manifests of several datasets, read together (:func:`read_committed`).
+
+    Attributes:
+        keys: the dataset keys, in the order asked.
+        found: each readable dataset's committed manifest, by key.
+        failed: why each other dataset cannot be read, by key (``DatasetNotFound``,
+            ``DatasetIncomplete``, ``ManifestCorrupted``, ``NotFound``); the error's
+            ``dataset_key`` attribute is its key.
+    """
+
+    keys: tuple[str, ...]
+    found: Mapping[str, DatasetManifest]
+    failed: Mapping[str, RemoteStoreError]
+
+    def manifest(self, key: str) -> DatasetManifest:
+        """``key``'s committed manifest.
+
+        Raises:
+            DatasetNotFound / DatasetIncomplete / ManifestCorrupted / NotFound: the error
+                reading ``key`` gave.
+            KeyError: ``key`` was not read.
+        """
+        if key in self.failed:
+            raise self.failed[key]
+        return self.found[key]
+
+    def manifests(self) -> list[tuple[str, DatasetManifest]]:
+        """``(key, manifest)`` of every key, in order.
+
+        Raises:
+            DatasetNotFound / DatasetIncomplete / ManifestCorrupted / NotFound: the error of
+                the first key (in order) that cannot be read.
+        """
+        return [(key, self.manifest(key)) for key in self.keys]
+
+    def with_manifest(self, key: str, manifest: DatasetManifest) -> CommittedManifests:
+        """A copy in which ``key`` (one of :attr:`keys`) has ``manifest`` (a newer version, read again)."""
+        failed = {k: v for k, v in self.failed.items() if k != key}
+        return CommittedManifests(self.keys, {**self.found, key: manifest}, failed)
+
+
+def _proven(store: Store, key: str) -> DatasetManifest | None:
+    """The live manifest of ``key`` if it proves it is committed (see the module docstring), else ``None``."""
+    try:
+        raw = store.read_bytes(f"{key}/{MANIFEST_NAME}")
+    except NotFound:
+        return None
+    try:
+        manifest = DatasetManifest.from_json(raw, store, key)
+    except ManifestCorrupted:
+        return None
+    if manifest.txn is None and not store.exists(f"{key}/{SUCCESS_NAME}"):
+        return None
+    return None if is_tombstone(manifest) else manifest
+
+
+def committed_root(store: Store, key: str) -> DatasetManifest:
+    """The latest committed manifest of ``key``: one ``GET`` when it proves its commit.
+
+    Raises:
+        DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as ``read_dataset``.
+    """
+    manifest = _proven(store, key)
+    return manifest if manifest is not None else committed_manifest(store, key)
+
+
+def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREADS) -> CommittedManifests:
+    """The committed manifests of ``keys`` (validated), fetched in parallel on up to ``threads`` threads.
+
+    Raises:
+        StoreAccessError / OSError: the store cannot be reached (any error other
+            than a dataset that cannot be read, which is recorded in ``failed``).
+    """
+
+    def one(key: str) -> DatasetManifest | RemoteStoreError:
+        try:
+            return committed_root(store, key)
+        except (DatasetIncomplete, ManifestCorrupted, NotFound) as exc:  # DatasetNotFound included
+            if getattr(exc, "dataset_key", None) is None:
+                exc.dataset_key = key  # type: ignore[union-attr]
+            return exc
+
+    keys = tuple(keys)
+    if len(keys) <= 1:
+        results = [one(k) for k in keys]
+    else:
+        with ThreadPoolExecutor(max_workers=min(threads, len(keys)), thread_name_prefix="pds-roots") as pool:
+            results = list(pool.map(one, keys))
+    found = {k: r for k, r in zip(keys, results, strict=True) if isinstance(r, DatasetManifest)}
+    failed = {k: r for k, r in zip(keys, results, strict=True) if not isinstance(r, DatasetManifest)}
+    return CommittedManifests(keys, found, failed)
+
+
+def scan_many(
+    store: Store,
+    keys: Sequence[str],
+    *,
+    columns: Sequence[str] | None,
+    filters: Any,
+    committed: CommittedManifests | None = None,
+) -> pads.Dataset:
+    """``scan_datasets`` over ``keys`` (validated): their manifests read in parallel (or taken from
+    ``committed`` where it holds them), then one scan.
+
+    Raises:
+        DatasetNotFound / DatasetIncomplete / ManifestCorrupted: the first key (in order) that cannot be read
+            (``DatasetIncomplete`` too when commits kept replacing the versions read).
+        ValueError / TypeError / CapabilityNotSupported: as ``scan_manifests``.
+    """
+    from ..io.scan import scan_manifests  # pyarrow.dataset is slow to import: only when scanning
+
+    have = committed if committed is not None else CommittedManifests((), {}, {})
+    for _attempt in range(_SCAN_ATTEMPTS):
+        missing = [k for k in keys if k not in have.keys]
+        fetched = read_committed(store, missing) if missing else CommittedManifests((), {}, {})
+        manifests = [(k, (fetched if k in fetched.keys else have).manifest(k)) for k in keys]
+        try:
+            return scan_manifests(store, manifests, columns, filters)
+        except SegmentGone:  # a commit replaced a version read above and its segments went: read them again
+            have = CommittedManifests((), {}, {})
+    raise DatasetIncomplete(f"datasets {list(keys)} kept changing while they were scanned; try again")

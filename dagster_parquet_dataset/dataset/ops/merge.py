@@ -1,0 +1,344 @@
+"""Merge (upsert, update, insert by key columns): plan candidate files from the
+manifest, confirm them by reading key columns only, rewrite exactly the files
+holding matched keys, and commit once through the transaction (planning again,
+with the transaction's backoff, when a concurrent commit touched the files it
+planned on). :func:`commit_merge` commits a merge whose parts an external
+writer wrote (planned by :func:`~.merge_plan.plan_merge`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from ...errors import AlreadyExists, DatasetNotFound
+from ...storage.base import Capability, Store, validate_key
+from .._dataset_options import DatasetOptions, check_metadata
+from ..commit.external_entries import check_external_entries
+from ..commit.owner import check_expect_owner, check_owner
+from ..commit.retry import Replan, retry_replans
+from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest, read_current
+from ..expressions.merge_keys import KeyIndex, MergeResult, check_merge_args, check_merge_types, match_keys
+from ..format.layout import part_name
+from ..format.partition import encode_partition_values
+from ..format.schema import conform_table
+from ..io.encode import PartJob, encode_parts, table_hash
+from ..io.key_checks import check_key_fits, check_write_fits
+from ..io.parallel import parallel_map
+from ..io.read_parts import read_parts
+from ..manifest import DatasetManifest, FileEntry
+from .history import read_manifest
+from .merge_plan import (
+    MergePlan,
+    MergeReplanNeeded,
+    RangeIndex,
+    file_stats,
+    merge_target,
+    partition_tuple,
+    split_candidates,
+)
+from .write import write_dataset, write_parts
+
+
+def merge_dataset(
+    options: DatasetOptions,
+    source: pa.Table,
+    key: str,
+    key_columns: Sequence[str],
+    strategy: str,
+    partition_by: Sequence[str] | None,
+    run_id: str | None,
+    metadata: dict[str, str] | None,
+    expect_owner: Mapping[str, str | None] | None = None,
+    idempotency_key: str | None = None,
+) -> MergeResult:
+    """See :meth:`ParquetDatasetStore.merge_dataset`."""
+    key = validate_key(key, what="dataset key")
+    keys = check_merge_args(source, key_columns, strategy)
+    check_key_fits(options.store, key)
+    metadata = check_metadata(metadata)
+    owner = check_expect_owner(expect_owner)
+    options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
+    # A merge's parts depend on the version it merges into, so its content is its source's.
+    content = f"{table_hash(source)}/{strategy}/{','.join(keys)}" if idempotency_key is not None else None
+    idempotency = None if idempotency_key is None or content is None else (idempotency_key, content)
+
+    def attempt() -> MergeResult:
+        while True:
+            current, token = read_current(options.store, key)
+            if current is None and token is not None:
+                read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
+            if current is not None:
+                args = (source, keys, strategy, partition_by, run_id, metadata)
+                return _merge_into(options, key, current, token, *args, expect_owner=owner, idempotency=idempotency)
+            if strategy == "update":
+                raise DatasetNotFound(f"dataset {key!r} does not exist; nothing to update")
+            try:
+                manifest = write_dataset(
+                    options,
+                    source,
+                    key,
+                    overwrite=False,
+                    run_id=run_id,
+                    metadata=metadata,
+                    partition_by=partition_by,
+                    expect_owner=owner,
+                )
+            except AlreadyExists:
+                continue  # created meanwhile: merge into it
+            return MergeResult(source.num_rows, 0, (), (), tuple(manifest.parts), manifest.version)
+
+    return retry_replans(
+        options.commit_timeout,
+        attempt,
+        lambda: (
+            f"dataset {key!r}: gave up merging after {options.commit_timeout:g} s; concurrent commits "
+            "kept changing the files it planned on (raise commit_timeout to wait longer)"
+        ),
+    )
+
+
+def _merge_into(
+    options: DatasetOptions,
+    key: str,
+    current: DatasetManifest,
+    token: str | None,
+    source: pa.Table,
+    keys: list[str],
+    strategy: str,
+    partition_by: Sequence[str] | None,
+    run_id: str | None,
+    metadata: dict[str, str] | None,
+    *,
+    expect_owner: dict[str, str | None] | None,
+    idempotency: tuple[str, str] | None = None,
+) -> MergeResult:
+    """Merge ``source`` into version ``current`` of ``key`` (see :meth:`ParquetDatasetStore.merge_dataset`).
+
+    Raises:
+        OwnerMismatch: ``current`` records another owner than ``expect_owner``.
+        Replan: a concurrent commit changed files this merge planned on.
+        PartsVanished: a candidate file disappeared while it was read.
+        ValueError: as ``merge_dataset``.
+    """
+    check_owner(key, expect_owner, current)  # also when the merge turns out to change nothing
+    schema, partition = merge_target(key, current, partition_by)
+    source = conform_table(source, schema, key=key)
+    check_write_fits(options.store, key, source, partition)
+    check_merge_types(source.schema, keys)
+    index = KeyIndex(source, keys)
+    source_partitions = _encoded_partitions(source, partition) if partition else set()
+
+    # Plan: which files may hold source keys, from partition values and key statistics alone.
+    rewrite_candidates, move_candidates = split_candidates(
+        current.files, schema, keys, partition, index, source_partitions
+    )
+
+    # Confirm by reading only key columns.
+    matched_source = np.zeros(source.num_rows, dtype=bool)
+    file_matches: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    elsewhere = {e.path for e in move_candidates}
+    for entry, found in zip(
+        rewrite_candidates + move_candidates,
+        parallel_map(
+            lambda e: _read_file(options.store, key, current, schema, e, keys), rewrite_candidates + move_candidates
+        ),
+        strict=True,
+    ):
+        target_rows, source_rows = match_keys(found, source, keys)
+        if not len(source_rows):
+            continue
+        moved = partition and _encoded_partitions(source.take(pa.array(source_rows)), partition) != {
+            partition_tuple(entry, partition)
+        }
+        if entry.path in elsewhere or moved:
+            example = {k: source.column(k)[int(source_rows[0])].as_py() for k in keys}
+            raise ValueError(
+                f"dataset {key!r}: key {example} exists in partition "
+                f"{partition_tuple(entry, partition)} but the source puts it in another; "
+                "partition columns cannot change for existing keys"
+            )
+        matched_source[source_rows] = True
+        file_matches[entry.path] = (target_rows, source_rows)
+
+    rewrite = [e for e in rewrite_candidates if e.path in file_matches] if strategy != "insert" else []
+    insert_rows = np.flatnonzero(~matched_source) if strategy != "update" else np.array([], dtype=np.int64)
+    updated = int(np.count_nonzero(matched_source)) if rewrite else 0
+    if not rewrite and not len(insert_rows):
+        return MergeResult(0, 0, (), tuple(current.parts), (), None)
+
+    at = (current, token)
+    txn = Transaction.begin(
+        options, key, overwrite=True, run_id=run_id, metadata=metadata, current=at, expect_owner=expect_owner
+    )
+    with txn.writing():
+        jobs: list[PartJob] = []
+        for n, entry in enumerate(rewrite):
+            target_rows, source_rows = file_matches[entry.path]
+            old = _read_file(options.store, key, current, schema, entry, None)
+            keep_mask = np.ones(old.num_rows, dtype=bool)
+            keep_mask[target_rows] = False
+            merged = pa.concat_tables([old.filter(pa.array(keep_mask)), source.take(pa.array(source_rows))])
+            folder = entry.path.rpartition("/")[0]
+            name = part_name(n, txn=txn.txn, kind="m")
+            name = f"{folder}/{name}" if folder else name
+            jobs.append(PartJob(f"{key}/{name}", name, merged.drop_columns(list(partition)), entry.partition_values))
+        inserts = source.take(pa.array(insert_rows)) if len(insert_rows) else None
+        new_entries = encode_parts(options.store, jobs, options.part_options, txn.created, options.max_workers)
+        if inserts is not None:
+            new_entries += write_parts(options, txn, inserts, partition)
+
+    rewritten = {e.path for e in rewrite}
+    touched = {e.path for e in rewrite_candidates + move_candidates}
+
+    committed = txn.commit(
+        _merge_builder(options, key, current, touched, rewritten, new_entries, index, schema, txn.pending, Replan),
+        idempotency=idempotency,
+    )
+    if txn.recognised:  # an earlier attempt committed this merge: nothing changed now
+        return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version)
+    return _result(committed, new_entries, rewritten, len(insert_rows), updated)
+
+
+def _rebase_safe(
+    latest: DatasetManifest,
+    planned: DatasetManifest,
+    touched: set[str],
+    rewritten: set[str],
+    index: KeyIndex,
+    schema: pa.Schema,
+) -> bool:
+    """Whether a merge planned on ``planned`` may commit on ``latest`` as it is.
+
+    Only if every file it looked at is still there unchanged and no file the
+    concurrent commits added can hold one of the source's keys.
+    """
+    if latest.schema is None or not latest.schema.equals(schema) or latest.partition_by != planned.partition_by:
+        return False
+    latest_paths = {f.path for f in latest.files}
+    if not touched <= latest_paths or not rewritten <= latest_paths:
+        return False
+    planned_paths = {f.path for f in planned.files}
+    for entry in latest.files:
+        if entry.path in planned_paths:
+            continue
+        if index.might_contain(file_stats(entry, schema)):
+            return False
+    return True
+
+
+def _read_file(
+    store: Store,
+    key: str,
+    manifest: DatasetManifest,
+    schema: pa.Schema,
+    entry: FileEntry,
+    columns: Sequence[str] | None,
+) -> pa.Table:
+    single = replace(manifest, parts=[entry.path], files=(entry,), row_count=entry.row_count or 0)
+    return read_parts(store, key, single, columns)
+
+
+def _encoded_partitions(table: pa.Table, partition: Sequence[str]) -> set[tuple[Any, ...]]:
+    """The distinct partition values of ``table``'s rows, in the manifest's encoded form."""
+    distinct = table.select(list(partition)).group_by(list(partition), use_threads=False).aggregate([])
+    return {
+        tuple(encode_partition_values(partition, [row[c] for c in partition], table.schema).values())
+        for row in distinct.to_pylist()
+    }
+
+
+def _merge_builder(
+    options: DatasetOptions,
+    key: str,
+    planned: DatasetManifest,
+    touched: set[str],
+    rewritten: set[str],
+    new_entries: Sequence[FileEntry],
+    index: Any,
+    schema: pa.Schema,
+    pending: PendingWrite,
+    replan: type[Replan],
+) -> Build:
+    """The merge's manifest on the live version: the planned one, or one a concurrent commit made
+    that left every file the merge looked at alone (else ``replan`` is raised)."""
+
+    def build(latest: DatasetManifest | None) -> DatasetManifest:
+        if latest is None or latest.version != planned.version:
+            if latest is None or not _rebase_safe(latest, planned, touched, rewritten, index, schema):
+                raise replan()
+        clash = sorted({e.path for e in new_entries} & set(latest.parts))
+        if clash:
+            raise ValueError(f"part {clash[0]!r} is already listed by the live version of dataset {key!r}")
+        files = [f for f in latest.files if f.path not in rewritten] + list(new_entries)
+        return new_manifest(
+            options,
+            key,
+            files,
+            schema,
+            run_id=pending.run_id,
+            metadata=pending.metadata,
+            partition_by=planned.partition_by,
+            operation="merge",
+        )
+
+    return build
+
+
+def _result(
+    committed: DatasetManifest, new_entries: Sequence[FileEntry], rewritten: set[str], inserted: int, updated: int
+) -> MergeResult:
+    new_paths = tuple(e.path for e in new_entries)
+    preserved = tuple(p for p in committed.parts if p not in set(new_paths))
+    return MergeResult(
+        inserted=inserted,
+        updated=updated,
+        rewritten_files=tuple(sorted(rewritten)),
+        preserved_files=preserved,
+        new_files=new_paths,
+        version=committed.version,
+    )
+
+
+def commit_merge(
+    options: DatasetOptions,
+    plan: MergePlan,
+    *,
+    rewritten: Sequence[str],
+    new_entries: Sequence[FileEntry],
+    inserted: int,
+    updated: int,
+) -> MergeResult:
+    """See :meth:`ParquetDatasetStore.commit_merge`."""
+    if not isinstance(plan, MergePlan) or not plan.exists or plan.manifest is None or plan.schema is None:
+        raise TypeError("plan must come from plan_merge on an existing dataset")
+    key, current, schema = plan.key, plan.manifest, plan.schema
+    check_key_fits(options.store, key)
+    rewritten_set = set(rewritten)
+    candidate_paths = {e.path for e in plan.candidates}
+    if not rewritten_set <= candidate_paths:
+        raise ValueError(
+            f"rewritten files must be among the plan's candidates: {sorted(rewritten_set - candidate_paths)}"
+        )
+    entries = check_external_entries(options.store, key, new_entries, schema, plan.partition_by, listed=current.parts)
+    if not rewritten_set and not entries:
+        return MergeResult(0, 0, (), tuple(current.parts), (), None)
+    touched = candidate_paths | {e.path for e in plan.elsewhere}
+    txn = Transaction.resume(options, plan.pending())
+    txn.adopt(e.path for e in entries)
+    build = _merge_builder(
+        options,
+        key,
+        current,
+        touched,
+        rewritten_set,
+        entries,
+        RangeIndex(plan.ranges),
+        schema,
+        txn.pending,
+        MergeReplanNeeded,
+    )
+    return _result(txn.commit(build), entries, rewritten_set, inserted, updated)

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 
 from dagster_parquet_dataset import ManifestCorrupted, ParquetDatasetStore
+from dagster_parquet_dataset.dataset import pin_manifests, read_committed_manifests
 from dagster_parquet_dataset.storage.base import Store
 
 from ._stores import WrappingStore
@@ -118,6 +119,11 @@ READERS: dict[str, Callable[[ParquetDatasetStore], pa.Table]] = {
     "filtered read": lambda ds: ds.read_dataset("t", filters=[("id", ">=", 0)]),
     "scan_dataset": lambda ds: ds.scan_dataset("t").to_table(),
     "scan_datasets": lambda ds: ds.scan_datasets(["t", "u"]).to_table(),
+    "plan_read": lambda ds: ds.read_dataset("t", version=ds.plan_read("t", filters=[("id", ">=", 0)]).version),
+    # What Dagster inputs do: the manifests fetched once, then planned on.
+    "pinned plan_read": lambda ds: ds.read_dataset(
+        "t", version=pin_manifests(ds, read_committed_manifests(ds, ["t"])).plan_read("t").version
+    ),
 }
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import validate_key
+from .format.segments import SegmentGone
 from .io.read_parts import ReadPlan
 from .manifest import DatasetManifest
 from .ops.many import CommittedManifests, read_committed, scan_many
@@ -94,7 +95,10 @@ class PinnedDatasets(ParquetDatasetStore):
         """
         if version is not None or key not in self.pins.keys:
             return super().plan_read(key, filters=filters, version=version)
-        return plan_manifest(key, self.pins.manifest(key), filters)
+        try:
+            return plan_manifest(key, self.pins.manifest(key), filters)
+        except SegmentGone:  # a commit replaced the pinned version and its segments went: plan on the live one
+            return super().plan_read(key, filters=filters)
 
     def scan_datasets(
         self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None

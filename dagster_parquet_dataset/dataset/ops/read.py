@@ -65,7 +65,14 @@ def dataset_exists(store: Store, key: str) -> bool:
 
 
 def plan_read(store: Store, key: str, *, filters: Any, version: int | None) -> ReadPlan:
-    """See :meth:`ParquetDatasetStore.plan_read`."""
+    """See :meth:`ParquetDatasetStore.plan_read`: planned again on the new manifest when a commit replaced
+    the version read and its segments went (the last attempt's error is raised)."""
+    for _attempt in range(_READ_ATTEMPTS - 1):
+        try:
+            return plan_manifest(key, committed_manifest(store, key, version), filters)
+        except SegmentGone:
+            if version is not None:
+                raise
     return plan_manifest(key, committed_manifest(store, key, version), filters)
 
 

@@ -12,7 +12,8 @@ limits allow it:
 Both ``None`` keeps every version (until ``vacuum``). Each commit drops the version the count limit
 pushes out, and at most :data:`EXPIRE_PER_COMMIT` versions whose time ran out (oldest first, one
 listing of ``_versions/``), so storage stays bounded without a ``vacuum`` schedule and a commit's
-clean-up work stays bounded.
+clean-up work stays bounded; a process that saw when the oldest retained version expires skips the
+listing until then (most commits send no extra request for retention but the manifest copy).
 """
 
 from __future__ import annotations
@@ -31,6 +32,19 @@ from .nested import deletable
 DEFAULT_RETAIN_FOR = timedelta(days=7)
 #: Expired versions one commit deletes at most (oldest first); the rest go with the next commits.
 EXPIRE_PER_COMMIT = 2
+
+
+#: Per (store object, dataset key): a time before which no retained version expires, as this process last saw
+#: it (versions only age, and copies added later are replaced later), so commits skip the listing until then.
+#: Skipping is always safe: it only delays a deletion.
+_not_before: dict[tuple[int, str], float] = {}
+_NOT_BEFORE_SIZE = 4096
+
+
+def _remember_not_before(slot: tuple[int, str], when: float) -> None:
+    if len(_not_before) >= _NOT_BEFORE_SIZE:
+        _not_before.clear()
+    _not_before[slot] = when
 
 
 def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest | None:
@@ -99,8 +113,13 @@ def _expired(store: Store, key: str, current: DatasetManifest, retain_for: float
     """Files of the oldest (at most :data:`EXPIRE_PER_COMMIT`) retained versions replaced more than
     ``retain_for`` seconds ago: each one's manifest copy and the files it lists that the version after it
     does not (those went out of use when it was replaced; the others are still used after it)."""
-    copies = [v for v in version_copies(store, key) if v < current.version]
     now = time.time()
+    slot = (id(store), key)
+    if _not_before.get(slot, 0.0) > now:
+        return []  # this process saw the oldest retained version: none expires before then (no request)
+    copies = [v for v in version_copies(store, key) if v < current.version]
+    if not copies:
+        _remember_not_before(slot, now + retain_for)  # the oldest version kept is replaced now or later
     doomed: list[str] = []
     loaded: dict[int, DatasetManifest | None] = {current.version: current}
     for i, number in enumerate(copies[:EXPIRE_PER_COMMIT]):
@@ -110,6 +129,8 @@ def _expired(store: Store, key: str, current: DatasetManifest, retain_for: float
         successor = loaded[following]
         replaced = None if successor is None else created_at(successor)
         if successor is None or replaced is None or now - replaced <= retain_for:
+            if replaced is not None:
+                _remember_not_before(slot, replaced + retain_for)
             break  # not expired (or cannot tell): it and every newer version stay
         old = loaded.get(number) or read_version_copy(store, key, number)
         doomed.append(version_path(number))

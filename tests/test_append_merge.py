@@ -1,4 +1,4 @@
-"""Append, merge (seed 003), versions and vacuum (issue 5, items 4-7)."""
+"""Append, merge by key columns, versions and vacuum (issue 5, items 4-7)."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def test_concurrent_appenders_in_processes_lose_no_rows(tmp_path) -> None:
     assert got.num_rows == 3 * 3 * 4 and len(set(got.column("id").to_pylist())) == got.num_rows
 
 
-# Merge (seed 003) ------------------------------------------------------------
+# Merge by key columns --------------------------------------------------------
 
 
 def test_upsert_replaces_full_rows_and_inserts_new(store: Store) -> None:

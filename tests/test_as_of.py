@@ -15,6 +15,7 @@ from dagster_parquet_dataset import (
     Store,
     VersionNotRetained,
 )
+from dagster_parquet_dataset.dataset import pin_manifests, read_committed_manifests
 from tests._stores import WrappingStore
 
 KEY = "sales/orders"
@@ -116,8 +117,8 @@ def test_as_of_on_a_missing_dataset_is_dataset_not_found(store: Store) -> None:
 
 
 def test_requests_an_as_of_read_adds() -> None:
-    """Resolving ``as_of`` costs the live manifest (``_SUCCESS`` check + GET) plus one GET per version
-    committed after the one it finds; nothing is listed."""
+    """Resolving ``as_of`` costs the live manifest (one GET: it proves its own commit, no ``_SUCCESS``
+    check) plus one GET per version committed after the one it finds; nothing is listed."""
     counting = WrappingStore(MemoryStore())
     ds = _three_versions(counting)
     t1, t2, t3 = _committed(ds)
@@ -132,9 +133,26 @@ def test_requests_an_as_of_read_adds() -> None:
         diff = {op: by_time.get(op, 0) - by_version.get(op, 0) for op in {*by_time, *by_version}}
         return {op: n for op, n in diff.items() if n}
 
-    assert added(3, t3) == {"exists": 1, "read_bytes": 1}
-    assert added(2, t2) == {"exists": 1, "read_bytes": 2}
-    assert added(1, t1) == {"exists": 1, "read_bytes": 3}
+    assert added(3, t3) == {"read_bytes": 1}
+    assert added(2, t2) == {"read_bytes": 2}
+    assert added(1, t1) == {"read_bytes": 3}
     counting.calls.clear()
     ds.version_at(KEY, _between(t1, t2))
-    assert dict(counting.calls) == {"exists": 1, "read_bytes": 3}
+    assert dict(counting.calls) == {"read_bytes": 3}
+
+
+def test_a_pinned_view_reads_and_plans_as_of(store: Store) -> None:
+    """``pin_manifests``' view serves the pinned latest version, and ``as_of`` still travels in time."""
+    ds = _three_versions(store)
+    t1, t2, _t3 = _committed(ds)
+    pinned = pin_manifests(ds, read_committed_manifests(ds, [KEY]))
+    assert pinned.read_manifest(KEY).version == 3
+    assert pinned.read_manifest(KEY, as_of=_between(t1, t2)).version == 1
+    assert pinned.read_manifest(KEY, as_of=t2).version == 2
+    assert pinned.plan_read(KEY).version == 3
+    assert pinned.plan_read(KEY, as_of=_between(t1, t2)).version == 1
+    assert pinned.plan_read(KEY, as_of=t2).version == 2
+    with pytest.raises(ValueError, match="not both"):
+        pinned.read_manifest(KEY, version=1, as_of=t2)
+    with pytest.raises(ValueError, match="not both"):
+        pinned.plan_read(KEY, version=1, as_of=t2)

@@ -1,4 +1,4 @@
-"""Spec 042 (PDS-001 .. PDS-012) and DESIGN.md guarantees on every backend."""
+"""Spec 042 (PDS-001 .. PDS-012) and the guarantees of docs/guarantees.md on every backend."""
 
 from __future__ import annotations
 
@@ -420,3 +420,18 @@ def test_missing_capabilities_are_reported_before_any_write() -> None:
     with pytest.raises(CapabilityNotSupported, match="DELETE"):
         ParquetDatasetStore(no_delete).write_dataset(sample(), "k", overwrite=True)
     assert ParquetDatasetStore(inner).read_dataset("k").equals(sample())
+
+
+def test_result_types_of_public_methods_are_exported(store: Store) -> None:
+    """``plan_read`` returns a ``ReadPlan`` and ``vacuum`` a ``VacuumResult``: both importable from the package."""
+    import dagster_parquet_dataset
+    from dagster_parquet_dataset import ReadPlan, VacuumResult
+    from dagster_parquet_dataset.dataset import ReadPlan as DatasetReadPlan
+    from dagster_parquet_dataset.dataset import VacuumResult as DatasetVacuumResult
+
+    ds = ParquetDatasetStore(store)
+    ds.write_dataset(pa.table({"n": [1, 2]}), "results/types")
+    assert isinstance(ds.plan_read("results/types"), ReadPlan)
+    assert isinstance(ds.vacuum("results/types", dry_run=True), VacuumResult)
+    assert (ReadPlan, VacuumResult) == (DatasetReadPlan, DatasetVacuumResult)
+    assert {"ReadPlan", "VacuumResult"} <= set(dagster_parquet_dataset.__all__)

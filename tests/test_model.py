@@ -880,13 +880,14 @@ def _run_op(ds: ParquetDatasetStore, op: str, new: tuple[int, ...]) -> tuple[int
 @pytest.mark.parametrize("retention", ["retain_versions=1", "default"])
 @pytest.mark.parametrize("backend", ["memory", "local"])
 def test_segment_dropping_commits_racing_readers_and_writers_behave_like_the_model(
-    backend: str, retention: str, request: pytest.FixtureRequest
+    backend: str, retention: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A commit that drops or merges segments (an append of up to 40 one-row files, an overwrite, a merge,
     a compaction) lands right before a reader's or writer's first segment read: the reader returns the
     version before or after it, whole; the writer's change lands on top of it, exactly once."""
     from hypothesis import given
 
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)  # the byte budget would keep 40 small entries inline
     options: dict[str, Any] = {"max_rows_per_file": 1, **({"retain_versions": 1} if retention != "default" else {})}
     made = _backend(backend, request)
     counter = iter(range(10**6))

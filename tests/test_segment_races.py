@@ -19,11 +19,20 @@ import pytest
 
 from dagster_parquet_dataset import ManifestCorrupted, ParquetDatasetStore
 from dagster_parquet_dataset.dataset import pin_manifests, read_committed_manifests
+from dagster_parquet_dataset.dataset.format import segments
 from dagster_parquet_dataset.storage.base import Store
 
 from ._stores import WrappingStore
 
 FILES = 40  # more than the 32 entries a root holds inline: they live in a segment
+
+
+@pytest.fixture(autouse=True)
+def _inline_32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most 32 entries inline (the byte budget would keep these small entries inline): segments are used."""
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)
+
+
 RETENTION = {"retain_versions=1": {"retain_versions": 1}, "default": {}}
 
 

@@ -13,10 +13,17 @@ import pyarrow as pa
 import pytest
 
 from dagster_parquet_dataset import ParquetDatasetStore
+from dagster_parquet_dataset.dataset.format import segments
 from dagster_parquet_dataset.storage.base import Store
 
 THREADS, APPENDS, ROWS = 6, 12, 3
 MERGES, COMPACTIONS = 3, 3
+
+
+@pytest.fixture(autouse=True)
+def _inline_32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most 32 entries inline (the byte budget would keep these small entries inline): segments are used."""
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)
 
 
 def _batch(first: int) -> pa.Table:

@@ -119,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         "list the datasets under a prefix: key, version, rows, files, bytes, last run id, age "
         "(one line per asset when partition datasets are found)",
     )
-    ls.add_argument("prefix", nargs="?", default="", metavar="PREFIX", help="a folder of the store (default: all)")
+    ls.add_argument(
+        "prefix", nargs="?", default="", type=_prefix_arg, metavar="PREFIX", help="a folder of the store (default: all)"
+    )
     grouping = ls.add_mutually_exclusive_group()
     grouping.add_argument(
         "--assets",
@@ -137,12 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
         "summarize a dataset's manifest (schema, partitioning, file sizes, operation, run id), or, for an asset "
         "or folder holding datasets, their partitions, versions, rows, bytes and last run",
     )
-    show.add_argument("key", metavar="KEY")
+    show.add_argument("key", type=_key_arg, metavar="KEY")
     _version_option(show)
     _as_of_option(show, "show the dataset")
 
     history = command("history", "list a dataset's retained versions, newest first")
-    history.add_argument("key", metavar="KEY")
+    history.add_argument("key", type=_key_arg, metavar="KEY")
     _as_of_option(history, "list only the versions up to the one live")
 
     verify = command("verify", "check every part against the manifest (exists, size, footer rows, schema, statistics)")
@@ -150,7 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     _version_option(verify)
 
     plan = command("plan", "show which files a filtered read selects and which it prunes")
-    plan.add_argument("key", metavar="KEY")
+    plan.add_argument("key", type=_key_arg, metavar="KEY")
     plan.add_argument(
         "--filter",
         action="append",
@@ -204,7 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     head = command("head", "print a dataset's first rows, reading only the files they are in")
-    head.add_argument("key", metavar="KEY")
+    head.add_argument("key", type=_key_arg, metavar="KEY")
     head.add_argument("-n", type=int, default=10, metavar="N", help="how many rows (default: 10)")
     head.add_argument(
         "--columns", action="append", metavar="COL[,COL...]", help="only these columns (comma-separated, repeatable)"
@@ -223,12 +225,38 @@ def _keys_options(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument(
         "keys",
         nargs="*",
+        type=_key_arg,
         metavar="KEY",
         help="a dataset, or a prefix (an asset's partitions, a group, a folder): every dataset under it",
     )
     parser.add_argument(
         "--all", action="store_true", help=f"{verb} every dataset in the store (in parallel, one progress bar)"
     )
+
+
+def _prefix_arg(text: str) -> str:
+    """A store folder argument: relative to the store; ``""`` (the default) is the whole store.
+
+    Raises:
+        argparse.ArgumentTypeError: an absolute path (a usage error, exit status 2).
+    """
+    if text.startswith("/"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is an absolute path; keys are relative to the store (--store), e.g. "
+            f"{text.lstrip('/') or 'sales/orders'!r}"
+        )
+    return text
+
+
+def _key_arg(text: str) -> str:
+    """A dataset key or prefix argument: relative to the store and not empty (a trailing ``/`` is fine).
+
+    Raises:
+        argparse.ArgumentTypeError: an absolute or empty key (a usage error, exit status 2).
+    """
+    if not text.strip("/"):
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty key; name a dataset or a folder of the store")
+    return _prefix_arg(text)
 
 
 def _fail(message: object, status: int) -> int:

@@ -1,6 +1,6 @@
 """One dataset serves one asset partition (or one op output): the check behind that rule.
 
-DESIGN.md's key mapping is a published contract (asset ``a/b`` -> ``a/b``,
+The key mapping (docs/dagster.md, "Keys") is a published contract (asset ``a/b`` -> ``a/b``,
 partition ``p`` of asset ``a`` -> ``a/p``), and it is not injective across
 assets: asset ``["sales", "eu"]`` and partition ``"eu"`` of asset
 ``["sales"]`` both map to ``sales/eu``. Instead of changing the mapping, every

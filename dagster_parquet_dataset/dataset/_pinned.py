@@ -12,6 +12,7 @@ fetched, as a scan does once it is created.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ManifestCorrupted, NotFound
@@ -73,28 +74,35 @@ class PinnedDatasets(ParquetDatasetStore):
         plain.__dict__.update({k: v for k, v in vars(self).items() if k != "pins"})
         return plain
 
-    def read_manifest(self, key: str, *, version: int | None = None) -> DatasetManifest:
+    def read_manifest(self, key: str, *, version: int | None = None, as_of: datetime | None = None) -> DatasetManifest:
         """As :meth:`ParquetDatasetStore.read_manifest`; a pinned key's latest is its pinned manifest.
+
+        ``as_of`` reads the store, as the base class does (the pins hold only the latest version).
 
         Raises:
             As :meth:`ParquetDatasetStore.read_manifest` (for a pinned key, what reading it gave).
         """
-        found = self.pins.found.get(key)
-        if found is not None and version in (None, found.version):
-            return found
-        error = self.pins.failed.get(key)
-        if version is None and isinstance(error, (NotFound, ManifestCorrupted)):
-            raise error  # what reading the manifest again would raise
-        return super().read_manifest(key, version=version)
+        if as_of is None:
+            found = self.pins.found.get(key)
+            if found is not None and version in (None, found.version):
+                return found
+            error = self.pins.failed.get(key)
+            if version is None and isinstance(error, (NotFound, ManifestCorrupted)):
+                raise error  # what reading the manifest again would raise
+        return super().read_manifest(key, version=version, as_of=as_of)
 
-    def plan_read(self, key: str, *, filters: Any = None, version: int | None = None) -> ReadPlan:
+    def plan_read(
+        self, key: str, *, filters: Any = None, version: int | None = None, as_of: datetime | None = None
+    ) -> ReadPlan:
         """As :meth:`ParquetDatasetStore.plan_read`; a pinned key's latest is planned on its pinned manifest.
+
+        ``version`` and ``as_of`` read the store, as the base class does.
 
         Raises:
             As :meth:`ParquetDatasetStore.plan_read`.
         """
-        if version is not None or key not in self.pins.keys:
-            return super().plan_read(key, filters=filters, version=version)
+        if version is not None or as_of is not None or key not in self.pins.keys:
+            return super().plan_read(key, filters=filters, version=version, as_of=as_of)
         try:
             return plan_manifest(key, self.pins.manifest(key), filters)
         except SegmentGone:  # a commit replaced the pinned version and its segments went: plan on the live one

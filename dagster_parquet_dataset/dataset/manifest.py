@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -265,7 +265,7 @@ class DatasetManifest:
     on first use)."""
     added: tuple[FileEntry, ...] = field(default=(), compare=False, repr=False)
     """Format 2: entries on top of ``segments`` held in the root itself (its ``files`` key, at most
-    ``format.segments.INLINE_ENTRIES``). An operation that only adds files builds its manifest with the
+    ``format.segments.fits_inline``'s budget). An operation that only adds files builds its manifest with the
     live ``segments`` and ``added`` = the live inline entries plus its own, without loading ``files``;
     the commit moves them into a new segment when there are too many."""
 
@@ -291,6 +291,20 @@ class DatasetManifest:
             made.__dict__["_files"] = tuple(changes.pop("files"))
         made.__dict__.update(changes)
         return made
+
+    def version_of(self, txn: str) -> int | None:
+        """The version the commit with write token ``txn`` made, if it is this one or one it was built on.
+
+        Each commit's version is one above the version it replaced, and its ``txns`` window puts its
+        own token before those of the versions below it; so the token at place ``i`` of ``txns`` made
+        version ``version - i``. ``None`` when ``txn`` is not in the window (too old, or the lineage
+        was broken by a delete or a repair). A recognised exactly-once retry returns the live manifest;
+        this says which version the earlier attempt committed.
+        """
+        if not self.txns or self.txns[0] != self.txn or txn not in self.txns:
+            return None
+        version = self.version - self.txns.index(txn)
+        return version if version >= 1 else None
 
     def referenced(self) -> list[str]:
         """Every file of the dataset folder this version needs: its parts and its segments."""
@@ -493,7 +507,7 @@ class DatasetManifest:
             if not isinstance(arrow_schema, str):
                 raise ManifestCorrupted("manifest arrow_schema should be a base64 string", reason="bad arrow_schema")
             try:
-                decoded = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(arrow_schema, validate=True)))
+                decoded = _decode_schema(arrow_schema)
             except Exception as exc:
                 raise ManifestCorrupted(
                     f"manifest arrow_schema does not decode: {exc}", reason="bad arrow_schema"
@@ -523,6 +537,16 @@ class DatasetManifest:
         if decoded is not None:
             manifest.__dict__["schema"] = decoded  # the cached_property's slot: decoded once, while validating
         return manifest
+
+
+@lru_cache(maxsize=256)
+def _decode_schema(encoded: str) -> pa.Schema:
+    """The Arrow schema of a manifest's ``arrow_schema`` (remembered: 365 partition datasets share one).
+
+    Raises:
+        binascii.Error / pa.ArrowInvalid: ``encoded`` is not base64 of an Arrow IPC schema.
+    """
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(encoded, validate=True)))
 
 
 def _segment_refs(raw: dict[str, Any], format_version: int, parts: int, inline: int) -> tuple[SegmentRef, ...]:

@@ -1,8 +1,8 @@
 """``ParquetDatasetStore``: Spec 042 datasets with crash-safe, conflict-safe commits.
 
-A thin facade: it validates its options once (:class:`DatasetOptions`) and delegates each method to its operation
-module in :mod:`.ops`, each of which commits through the one transaction (:mod:`.commit.transaction`). See
-docs/architecture.md for the layout and docs/guarantees.md for the promises.
+The facade: it validates its options once (:class:`DatasetOptions`) and delegates each method, by keyword, to its
+operation module in :mod:`.ops`, each of which commits through the one transaction (:mod:`.commit.transaction`).
+See docs/architecture.md for the layout and docs/guarantees.md for the promises.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class ParquetDatasetStore:
             exponential backoff) before it raises :class:`CommitConflict`.
 
     ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``commit.owner``).
+    Every method's ``key`` is a dataset key: a relative, ``/``-separated path.
     Construction does no I/O.
 
     Raises:
@@ -108,13 +109,35 @@ class ParquetDatasetStore:
     ) -> DatasetManifest:
         """Write ``table`` as the dataset ``key`` and commit it atomically (PDS-002).
 
+        The parts are encoded (in parallel, ``max_rows_per_file`` rows each; a ``RecordBatchReader`` is
+        streamed) and written first; the new version becomes visible only when its ``manifest.json`` is
+        swapped in, and a failed write deletes the parts it wrote.
+
+        Args:
+            table: the rows, as a ``pyarrow.Table`` or a ``pyarrow.RecordBatchReader``.
+            key: the dataset key (a relative, ``/``-separated path).
+            overwrite: replace an existing dataset with a new version; without it an existing dataset is an error.
+            run_id, metadata: recorded in the manifest (``metadata``: string entries).
+            partition_by: columns to split into Hive-style ``col=value/`` folders (left out of the files).
+            expect_owner: the owner the replaced version must record (see :mod:`.commit.owner`).
+
+
         Raises:
             AlreadyExists: the dataset exists (or was created concurrently) and ``overwrite`` is false.
             CommitConflict: an overwrite kept losing the commit race, or the dataset was deleted meanwhile.
+            OwnerMismatch: the version it would replace records another owner than ``expect_owner``.
             CapabilityNotSupported / TypeError / ValueError: the store cannot write (or delete) / bad input.
         """
-        args = (overwrite, run_id, metadata, partition_by, expect_owner)
-        return write.write_dataset(self._options, table, key, *args)
+        return write.write_dataset(
+            self._options,
+            table,
+            key,
+            overwrite=overwrite,
+            run_id=run_id,
+            metadata=metadata,
+            partition_by=partition_by,
+            expect_owner=expect_owner,
+        )
 
     def begin_write(
         self,
@@ -127,11 +150,22 @@ class ParquetDatasetStore:
     ) -> PendingWrite:
         """Start a write whose parts the caller writes itself; finish it with :meth:`commit_write`.
 
+        The live version is read once here (and the new dataset's claim taken when there is none); part
+        names must come from the returned :class:`PendingWrite` so the commit and clean-up recognise them.
+        Give the write up with :meth:`abandon_write`.
+
+        Args:
+            overwrite, run_id, metadata, expect_owner: as :meth:`write_dataset`.
+
+
         Raises:
             AlreadyExists / CapabilityNotSupported: as :meth:`write_dataset`.
+            OwnerMismatch: the live version records another owner than ``expect_owner``.
             TypeError / ValueError: bad key, ``run_id`` or ``metadata``.
         """
-        return write.begin_write(self._options, key, overwrite, run_id, metadata, expect_owner)
+        return write.begin_write(
+            self._options, key, overwrite=overwrite, run_id=run_id, metadata=metadata, expect_owner=expect_owner
+        )
 
     def commit_write(
         self,
@@ -143,6 +177,16 @@ class ParquetDatasetStore:
     ) -> DatasetManifest:
         """Commit parts already written under ``pending.key`` as the dataset's new version.
 
+        Every entry is checked against its file (exists, size, row count, schema, a name carrying the write
+        token) before anything is committed.
+
+        Args:
+            pending: from :meth:`begin_write`.
+            entries: one :class:`FileEntry` per part written, paths relative to the dataset key.
+            schema: the dataset's Arrow schema (partition columns included).
+            partition_by: the partition columns the parts were split by.
+
+
         Raises:
             AlreadyExists / CommitConflict: another writer created the dataset / an overwrite kept losing the race.
             DatasetIncomplete: a part is missing or disagrees with its entry; nothing is committed.
@@ -152,6 +196,13 @@ class ParquetDatasetStore:
 
     def abandon_write(self, pending: PendingWrite | PendingAppend | MergePlan, parts: Sequence[str] = ()) -> None:
         """Give up a write begun with :meth:`begin_write`, :meth:`begin_append` or :meth:`plan_merge`.
+
+        Deletes the ``parts`` (paths relative to the dataset key) the write created, never one a live or
+        retained version lists, and releases the new dataset's claim. Nothing is committed.
+
+        Args:
+            pending: the pending write, append or merge plan.
+            parts: the parts the caller wrote for it.
 
         Raises:
             TypeError: ``pending`` did not come from one of those methods.
@@ -176,15 +227,40 @@ class ParquetDatasetStore:
         expect_owner: Mapping[str, str | None] | None = None,
         idempotency_key: str | None = None,
     ) -> DatasetManifest:
-        """Add ``table``'s rows to ``key`` as a new version, creating it if absent (``idempotency_key``: see merge).
+        """Add ``table``'s rows to ``key`` as a new version, creating it if absent.
+
+        The rows are fitted to the dataset's schema (column order, nullability, checked casts); existing files
+        stay as they are. A commit that loses a race rebases on the new live version, so concurrent appenders
+        lose no rows.
+
+        Args:
+            table: the rows, as a ``pyarrow.Table`` or a ``pyarrow.RecordBatchReader``.
+            run_id, metadata, expect_owner: as :meth:`write_dataset`.
+            partition_by: must be the dataset's partition columns (or ``None`` to take them from it).
+            allow_new_columns: accept new nullable columns (older files read them as nulls).
+            idempotency_key: with the same key and the same rows, an append already committed is not
+                committed again (docs/dagster.md, "Exactly-once retries").
+
+        Returns:
+            The committed manifest (the earlier one when ``idempotency_key`` recognised the append).
 
         Raises:
             ValueError: the schema (named columns) or ``partition_by`` differs; new columns need ``allow_new_columns``.
             ManifestCorrupted: the live manifest cannot be parsed.
+            CommitConflict / OwnerMismatch: commits kept winning for ``commit_timeout`` / another owner.
             TypeError: bad input; nothing is written.
         """
-        args = (run_id, metadata, partition_by, allow_new_columns, expect_owner, idempotency_key)
-        return append.append_dataset(self._options, table, key, *args)
+        return append.append_dataset(
+            self._options,
+            table,
+            key,
+            run_id=run_id,
+            metadata=metadata,
+            partition_by=partition_by,
+            allow_new_columns=allow_new_columns,
+            expect_owner=expect_owner,
+            idempotency_key=idempotency_key,
+        )
 
     def merge_dataset(
         self,
@@ -199,15 +275,40 @@ class ParquetDatasetStore:
         expect_owner: Mapping[str, str | None] | None = None,
         idempotency_key: str | None = None,
     ) -> MergeResult:
-        """Merge ``source`` by ``key_columns`` (docs/datasets.md; ``idempotency_key``: docs/dagster.md, retries).
+        """Merge ``source`` into ``key`` by ``key_columns`` (docs/datasets.md, "Merge").
+
+        Candidate files are found from the manifest (partition values and key statistics), confirmed by
+        reading their key columns only, and exactly the files holding matched keys are rewritten; every other
+        file stays as it is. A merge into a dataset that does not exist writes ``source`` as the dataset. A
+        concurrent commit that touches the planned files makes the merge plan again.
+
+        Args:
+            source: the changes, one row per key.
+            key_columns: the columns that identify a row.
+            strategy: ``"upsert"`` (update matched keys, insert the others), ``"insert"`` (new keys only) or
+                ``"update"`` (existing keys only).
+            partition_by, run_id, metadata, expect_owner: as :meth:`write_dataset`.
+            idempotency_key: as :meth:`append_dataset` (docs/dagster.md, "Exactly-once retries").
+
 
         Raises:
             ValueError: duplicate/null source keys, unknown strategy, an unfit schema, a key changing partition.
             DatasetNotFound: ``strategy="update"`` on a dataset that does not exist.
+            OwnerMismatch: the live version records another owner than ``expect_owner``.
             CommitConflict / TypeError: commits kept changing its files / ``source`` is not a ``pyarrow.Table``.
         """
-        args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner, idempotency_key)
-        return merge.merge_dataset(self._options, source, key, *args)
+        return merge.merge_dataset(
+            self._options,
+            source,
+            key,
+            key_columns=key_columns,
+            strategy=strategy,
+            partition_by=partition_by,
+            run_id=run_id,
+            metadata=metadata,
+            expect_owner=expect_owner,
+            idempotency_key=idempotency_key,
+        )
 
     def compact_dataset(
         self,
@@ -220,13 +321,31 @@ class ParquetDatasetStore:
     ) -> CompactResult:
         """Rewrite runs of small files of each partition folder into files near ``target_file_bytes``.
 
+        Consecutive small files of a folder are packed into groups of at most ``target_file_bytes`` and each
+        group becomes one file, committed as one new version (``operation: "compact"``); rows keep their order
+        and nothing to do commits nothing (docs/compaction.md).
+
+        Args:
+            target_file_bytes: the compressed size new files aim at.
+            filters: as :meth:`read_dataset`: compact only the files a read with them would select.
+            dry_run: only plan: read the manifest, write nothing.
+            run_id: recorded in the new version's manifest.
+
+
         Raises:
             DatasetNotFound / ManifestCorrupted: nothing is stored under ``key`` / its manifest cannot be parsed.
             ValueError: a bad ``target_file_bytes``, malformed filters, a manifest without a schema.
             CommitConflict: concurrent commits kept replacing the files read for ``commit_timeout``.
             CapabilityNotSupported / DatasetIncomplete: the store cannot write, swap or delete / a damaged file.
         """
-        return compact(self._options, self._key(key), target_file_bytes, filters, run_id, dry_run=dry_run)
+        return compact(
+            self._options,
+            self._key(key),
+            target_file_bytes=target_file_bytes,
+            filters=filters,
+            run_id=run_id,
+            dry_run=dry_run,
+        )
 
     def begin_append(
         self,
@@ -241,16 +360,38 @@ class ParquetDatasetStore:
     ) -> PendingAppend:
         """Start an append whose parts the caller writes itself; finish it with :meth:`commit_append`.
 
+        Fixes the schema and partitioning the parts must have (:attr:`PendingAppend.schema`) from the live
+        version; give it up with :meth:`abandon_write`.
+
+        Args:
+            schema: the Arrow schema of the rows to append.
+            run_id, metadata, partition_by, allow_new_columns, expect_owner: as :meth:`append_dataset`.
+
+
         Raises:
             ValueError: the schema or ``partition_by`` differs; new columns need ``allow_new_columns``.
             ManifestCorrupted / CapabilityNotSupported: the live manifest cannot be parsed / the store cannot write.
+            OwnerMismatch: the live version records another owner than ``expect_owner``.
             TypeError: bad key, schema, ``run_id`` or ``metadata``.
         """
-        args = (run_id, check_metadata(metadata), partition_by, allow_new_columns, expect_owner)
-        return append.begin_append(self._options, key, schema, *args)
+        return append.begin_append(
+            self._options,
+            key,
+            schema,
+            run_id=run_id,
+            metadata=check_metadata(metadata),
+            partition_by=partition_by,
+            allow_new_columns=allow_new_columns,
+            expect_owner=expect_owner,
+        )
 
     def commit_append(self, pending: PendingAppend, entries: Sequence[FileEntry]) -> DatasetManifest:
         """Commit parts written for ``pending`` as an append, rebased on concurrent commits.
+
+        Args:
+            pending: from :meth:`begin_append`.
+            entries: one :class:`FileEntry` per part written, checked against its file before the commit.
+
 
         Raises:
             CommitConflict: the dataset was repartitioned meanwhile, or commits kept winning.
@@ -274,12 +415,36 @@ class ParquetDatasetStore:
     ) -> MergePlan:
         """Plan a merge whose parts the caller writes itself; finish it with :meth:`commit_merge`.
 
+        Picks the candidate files from the manifest alone (partition values and key statistics against the
+        changes' key ranges and partitions); the caller finds which candidates hold matched keys, writes their
+        rewrites and the inserts, and commits. Give it up with :meth:`abandon_write`.
+
+        Args:
+            source_schema: the Arrow schema of the changes.
+            key_columns, strategy: as :meth:`merge_dataset`.
+            key_ranges: per key column, the ``(min, max)`` of the changes' keys.
+            partitions: the partition values the changes hold (one sequence per partition), if partitioned.
+            partition_by, run_id, metadata, expect_owner: as :meth:`merge_dataset`.
+
+
         Raises:
             ValueError: unknown strategy, a bad key column, an unfit schema, a ``partition_by`` that differs.
             ManifestCorrupted / TypeError: the live manifest cannot be parsed / bad ``key_columns`` or schema.
+            OwnerMismatch: the live version records another owner than ``expect_owner``.
         """
-        args = (source_schema, key_columns, strategy, key_ranges, partitions, partition_by, run_id)
-        return plan_merge(self._options, key, *args, check_metadata(metadata), expect_owner)
+        return plan_merge(
+            self._options,
+            key,
+            source_schema=source_schema,
+            key_columns=key_columns,
+            strategy=strategy,
+            key_ranges=key_ranges,
+            partitions=partitions,
+            partition_by=partition_by,
+            run_id=run_id,
+            metadata=check_metadata(metadata),
+            expect_owner=expect_owner,
+        )
 
     def commit_merge(
         self,
@@ -291,6 +456,13 @@ class ParquetDatasetStore:
         updated: int,
     ) -> MergeResult:
         """Commit a planned merge: drop the ``rewritten`` candidates, add ``new_entries``, once.
+
+        Args:
+            plan: from :meth:`plan_merge`.
+            rewritten: the candidates (paths relative to the dataset key) that held matched keys.
+            new_entries: the parts written (rewrites of matched files, inserts), checked before the commit.
+            inserted, updated: the rows inserted and updated, reported in the result.
+
 
         Raises:
             MergeReplanNeeded / CommitConflict: a commit changed files the plan relied on / commits kept winning.
@@ -304,6 +476,11 @@ class ParquetDatasetStore:
     def read_manifest(self, key: str, *, version: int | None = None, as_of: datetime | None = None) -> DatasetManifest:
         """Read and parse ``{key}/manifest.json`` (PDS-012), or a retained ``version``'s, or ``as_of``'s.
 
+        Args:
+            version: a retained version's number instead of the live one.
+            as_of: an aware ``datetime``: the version live at that instant (docs/datasets.md, "Time travel").
+
+
         Raises:
             NotFound: no manifest, or ``version`` is newer than the latest; ``as_of`` before the first version.
             VersionNotRetained: ``version`` (or the one live at ``as_of``) is no longer kept (a ``NotFound``).
@@ -315,6 +492,8 @@ class ParquetDatasetStore:
 
     def version_at(self, key: str, as_of: datetime) -> int:
         """The version live at the aware ``as_of``: the newest whose ``created_at_utc`` is at or before it.
+
+        Reads the live manifest, then the retained version copies newest first until one is old enough.
 
         Raises:
             VersionNotRetained / NotFound / ValueError / TypeError: as :meth:`read_dataset` for ``as_of``.
@@ -335,6 +514,10 @@ class ParquetDatasetStore:
     ) -> ReadPlan:
         """Which files a read with ``filters`` would touch and which it prunes (one manifest read).
 
+        Args:
+            filters, version, as_of: as :meth:`read_dataset`.
+
+
         Raises:
             DatasetNotFound / DatasetIncomplete / NotFound / ValueError / TypeError: as :meth:`read_dataset`.
         """
@@ -352,6 +535,17 @@ class ParquetDatasetStore:
         as_of: datetime | None = None,
     ) -> pa.Table:
         """Read the committed dataset ``key`` (or ``version``, or the one live at ``as_of``) as one table.
+
+        Files are pruned from the manifest (partition values, statistics), every selected part is checked
+        against its manifest entry before its data is read, rows are filtered, and partition columns are put
+        back.
+
+        Args:
+            columns: the columns to read (all when ``None``).
+            filters: DNF filters: ``(column, op, value)`` tuples (AND), or a list of such lists (OR).
+            version: a retained version instead of the live one.
+            as_of: an aware ``datetime``: the version live at that instant (not with ``version``).
+
 
         Raises:
             DatasetNotFound: nothing (or only nested datasets) under ``key``, or it was deleted while it was read.
@@ -375,6 +569,12 @@ class ParquetDatasetStore:
     ) -> pads.Dataset:
         """A lazy ``pyarrow.dataset.Dataset`` over the committed dataset ``key`` (see docs/scans.md).
 
+        Its fragments are exactly the parts the manifest selects, each checked before the scan is returned.
+
+        Args:
+            columns, filters, version, as_of: as :meth:`read_dataset`.
+
+
         Raises:
             DatasetNotFound / DatasetIncomplete / NotFound / ManifestCorrupted: as :meth:`read_dataset`.
             ValueError / TypeError: an unknown column, malformed filters; a bad ``as_of`` as :meth:`read_dataset`.
@@ -389,6 +589,14 @@ class ParquetDatasetStore:
     ) -> pads.Dataset:
         """One lazy ``pyarrow.dataset.Dataset`` over the latest versions of several datasets.
 
+        The manifests are fetched in parallel, one request each; a dataset whose schema lacks a column of
+        the others reads it as nulls.
+
+        Args:
+            keys: the dataset keys (at least one, no repeats).
+            columns, filters: as :meth:`read_dataset`.
+
+
         Raises:
             TypeError: ``keys`` is a single string.
             ValueError: ``keys`` is empty or repeats a key, the schemas disagree, an unknown column, malformed filters.
@@ -398,11 +606,18 @@ class ParquetDatasetStore:
         return many.scan_many(self.store, read.check_scan_keys(keys), columns=columns, filters=filters)
 
     def dataset_exists(self, key: str) -> bool:
-        """Whether ``{key}/_SUCCESS`` exists (PDS-007); a missing ``_SUCCESS`` after a commit is repaired."""
+        """Whether ``{key}/_SUCCESS`` exists (PDS-007); a missing ``_SUCCESS`` after a commit is repaired.
+
+        Raises:
+            ValueError / TypeError: ``key`` is not a safe dataset key.
+            StoreAccessError / OSError: the store cannot be reached.
+        """
         return read.dataset_exists(self.store, self._key(key))
 
     def list_datasets(self, prefix: str = "") -> list[DatasetListing]:
         """The datasets whose key is ``prefix`` or lies under the folder ``prefix``, sorted by key.
+
+        One listing, then one manifest read per dataset, in parallel.
 
         Raises:
             CapabilityNotSupported / ValueError: the store cannot list / ``prefix`` is not a safe key.
@@ -415,6 +630,14 @@ class ParquetDatasetStore:
         self, key: str, *, version: int | None = None, progress: Progress | None = None, threads: int = 16
     ) -> VerifyReport:
         """Check every part of the dataset (or a retained ``version``) against its manifest, on ``threads`` threads.
+
+        Reads footers only (never a data page) and reports every problem rather than stopping at the first.
+
+        Args:
+            version: a retained version instead of the live one.
+            progress: called with ``(parts checked, parts)`` as the check goes.
+            threads: how many parts are checked at once.
+
 
         Raises:
             DatasetNotFound / NotFound: nothing under ``key`` / ``version`` is not retained (``VersionNotRetained``).
@@ -434,14 +657,39 @@ class ParquetDatasetStore:
     ) -> VacuumResult:
         """Delete files no retained version references (limits: this store's unless given; ``None`` lifts one).
 
+        Drops the versions beyond ``retain_versions`` (and older than ``older_than``; the live version always
+        stays), then deletes every file of the dataset no retained version lists, including leftovers of
+        failed writes once they are older than ``grace_period`` (docs/datasets.md, "Versions and vacuum").
+
+        Args:
+            retain_versions: how many versions stay readable (default: the store's ``retain_versions``;
+                ``None``: all).
+            older_than: also drop retained versions older than this (a ``timedelta`` or seconds).
+            grace_period: files no version lists are kept until they are this old (a ``timedelta`` or seconds).
+            dry_run: report what would be deleted, delete nothing.
+            progress: called with ``(files deleted, files to delete)`` as it goes.
+
+
         Raises:
             NotFound / CapabilityNotSupported: the dataset has no manifest / the store cannot list or delete.
+            ValueError / TypeError: ``retain_versions`` is not a positive int (or ``None``), or a bad key.
         """
-        key = self._key(key)
-        return vacuum(self._options, key, retain_versions, older_than, grace_period, progress, dry_run=dry_run)
+        return vacuum(
+            self._options,
+            self._key(key),
+            retain_versions=retain_versions,
+            older_than=older_than,
+            grace_period=grace_period,
+            progress=progress,
+            dry_run=dry_run,
+        )
 
     def delete_dataset(self, key: str) -> None:
         """Delete the dataset ``key`` and every file under its folder (PDS-010), as a commit.
+
+        ``_SUCCESS`` goes first (readers see the dataset absent), then a tombstone manifest is swapped in, so
+        the delete is ordered with every other commit, then the dataset's files, then the tombstone. Files of
+        a dataset nested in its folder are kept.
 
         Raises:
             NotFound / CapabilityNotSupported: nothing is stored under ``key`` / the store cannot delete or list.

@@ -1,7 +1,7 @@
 """One dataset never serves two assets or two partitions (issue 9, item 11).
 
 Asset ``["sales", "eu"]`` and partition ``"eu"`` of asset ``["sales"]`` both
-map to dataset ``sales/eu`` (DESIGN.md's published mapping). The manifest
+map to dataset ``sales/eu`` (the published mapping of docs/dagster.md). The manifest
 records which asset and partition it holds; the IO manager refuses to write
 or read when that record names another one.
 """

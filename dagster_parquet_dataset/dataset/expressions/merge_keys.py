@@ -1,4 +1,4 @@
-"""Merge planning helpers (seed 003): source-key checks, file pruning by key, key matching."""
+"""Merge planning helpers: source-key checks, file pruning by key, key matching."""
 
 from __future__ import annotations
 

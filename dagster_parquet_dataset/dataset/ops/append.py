@@ -16,8 +16,9 @@ from ...errors import CommitConflict
 from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
-from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest
+from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest, repair_success
 from ..format.data_version import entries_hash
+from ..format.layout import SUCCESS_NAME
 from ..format.partition import check_partition_by
 from ..format.schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
 from ..io.key_checks import check_key_fits, check_write_fits
@@ -161,7 +162,20 @@ def append_dataset(
         entries = write_parts(options, txn, table, partition)
     build = append_builder(options, key, entries, incoming, partition, txn.pending, allow_new_columns)
     content = entries_hash(entries) if idempotency_key is not None else None
-    return txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
+    committed = txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
+    if txn.recognised:
+        complete_recognised(options, key)
+    return committed
+
+
+def complete_recognised(options: DatasetOptions, key: str) -> None:
+    """After a recognised exactly-once retry: write the ``_SUCCESS`` the earlier attempt may have died
+    before writing (this package's readers repair it, a Spec 042 reader raises ``DatasetIncomplete``).
+
+    Costs one ``exists``; never raises for a marker it cannot write (as a read's repair).
+    """
+    if not options.store.exists(f"{key}/{SUCCESS_NAME}"):
+        repair_success(options.store, key)
 
 
 def begin_append(

@@ -67,6 +67,12 @@ def _add_globals(parser: argparse.ArgumentParser, *, sub: bool) -> None:
     group.add_argument(
         "--json", action="store_true", default=default(False), help="print JSON for machines instead of tables"
     )
+    group.add_argument(
+        "--delta-log",
+        action="store_true",
+        default=default(False),
+        help="commits made here (compact) also write the dataset's Delta log (docs/delta.md)",
+    )
 
 
 def _version_option(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +101,7 @@ def _as_of_option(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (subcommands ls, show, history, verify, plan, vacuum, compact, head)."""
+    """The full argument parser (subcommands ls, show, history, verify, plan, vacuum, compact, sync-delta-log, head)."""
     from .. import __version__
 
     parser = _Parser(
@@ -205,6 +211,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="compact only the files a read with these filters selects (as for plan); repeat to AND them",
     )
 
+    sync = command(
+        "sync-delta-log",
+        "write what each dataset's Delta log lacks (a dataset written before delta_log was on, or a log left "
+        "behind), in order; print the Delta version now live",
+    )
+    _keys_options(sync, "sync the Delta log of")
+
     head = command("head", "print a dataset's first rows, reading only the files they are in")
     head.add_argument("key", type=_key_arg, metavar="KEY")
     head.add_argument("-n", type=int, default=10, metavar="N", help="how many rows (default: 10)")
@@ -276,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The writers' retention (retain_versions, retain_for) is not recorded anywhere, so a commit made here
         # (compact) keeps every version unless told otherwise: the command line never drops history behind a
         # user's back. Reclaim the space with vacuum --retain-versions N or --older-than AGE.
-        datasets = ParquetDatasetStore(store, retain_versions=None, retain_for=None)
+        datasets = ParquetDatasetStore(store, retain_versions=None, retain_for=None, delta_log=args.delta_log)
         return COMMANDS[args.command](args, datasets)
     except UsageError as exc:
         return _fail(f"{exc} (see {PROG} {args.command} --help)", USAGE_ERROR)

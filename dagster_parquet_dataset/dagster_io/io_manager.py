@@ -123,6 +123,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         retain_for_hours: how long a replaced version stays readable, from the
             commit that replaced it; 168 (7 days) by default, ``None``: no time limit.
             A version stays while both limits allow; see ``ParquetDatasetStore``.
+        delta_log: also keep each dataset's Delta log, so every output is a Delta table too
+            (``ParquetDatasetStore(delta_log=True)``, docs/delta.md).
         preview_rows: rows of each output shown in its ``preview`` output metadata
             (a Markdown table taken from the data as it is written); ``0`` turns it off.
             An asset's ``dagster/column_schema`` column descriptions are written into the
@@ -170,6 +172,13 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         description=(
             "Hours a replaced version stays readable, from the commit that replaced it (default 7 days); "
             "unset (None): no time limit. Later commits delete expired versions' files."
+        ),
+    )
+    delta_log: bool = Field(
+        default=False,
+        description=(
+            "Also keep each dataset's Delta log (_delta_log/), so every output is a Delta table readable by "
+            "deltalake, polars, DuckDB, Spark and Trino (docs/delta.md)."
         ),
     )
 
@@ -271,6 +280,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 max_rows_per_file=self.max_rows_per_file,
                 retain_versions=self.retain_versions,
                 retain_for=None if self.retain_for_hours is None else timedelta(hours=self.retain_for_hours),
+                delta_log=self.delta_log,
             )
         return self._datasets
 

@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CapabilityNotSupported
 from ..storage.base import Capability, Store
@@ -14,6 +14,9 @@ from .io.encode import PartOptions
 
 #: An option not given (a method's default that means "as this store was configured").
 UNSET: Any = object()
+
+if TYPE_CHECKING:
+    from .manifest import DatasetManifest
 
 COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")
 
@@ -31,6 +34,15 @@ class DatasetOptions:
     #: Seconds a replaced version stays retained (see ``_retention``); ``None``: no time limit.
     retain_for: float | None = 7 * 24 * 3600.0
     commit_timeout: float = 60.0
+    delta_log: bool = False
+
+    def after_commit(self, key: str, base: DatasetManifest | None, committed: DatasetManifest) -> None:
+        """What every commit does once it landed (``committed`` built on ``base`` as far as it knows):
+        with ``delta_log``, write the dataset's Delta log up to it. Never raises an ``Exception``."""
+        if self.delta_log:
+            from .delta import after_commit  # the log reads manifests: imported when first needed
+
+            after_commit(self.store, key, base, committed)
 
     @property
     def retain_period(self) -> timedelta | None:
@@ -118,6 +130,7 @@ def make_options(
     retain_versions: int | None,
     retain_for: object,
     commit_timeout: object,
+    delta_log: bool = False,
 ) -> DatasetOptions:
     """Validated :class:`DatasetOptions`.
 
@@ -144,4 +157,15 @@ def make_options(
         retain_versions=retain_versions,
         retain_for=check_retain_for(retain_for),
         commit_timeout=check_commit_timeout(commit_timeout),
+        delta_log=_check_delta_log(store, delta_log),
     )
+
+
+def _check_delta_log(store: Store, delta_log: object) -> bool:
+    """Raises ``TypeError`` (not a bool) or :class:`CapabilityNotSupported` (the store cannot put-if-absent
+    and list, which the Delta log needs)."""
+    if not isinstance(delta_log, bool):
+        raise TypeError(f"delta_log must be a bool, got {type(delta_log).__name__}")
+    if delta_log and not (store.supports(Capability.CONDITIONAL_WRITE) and store.supports(Capability.LIST)):
+        raise CapabilityNotSupported(f"{store!r} cannot keep a Delta log: it needs CONDITIONAL_WRITE and LIST")
+    return delta_log

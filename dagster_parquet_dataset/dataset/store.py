@@ -7,14 +7,14 @@ See docs/architecture.md for the layout and docs/guarantees.md for the promises.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from ..storage.base import Capability, Store, validate_key
-from ._dataset_options import UNSET, check_metadata, make_options
+from ._dataset_options import check_metadata, make_options
 from .commit.transaction import PendingWrite
 from .expressions.merge_keys import MergeResult
 from .io.read_parts import ReadPlan
@@ -25,14 +25,14 @@ from .ops.append import PendingAppend
 from .ops.as_of import resolve_version, version_at
 from .ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
 from .ops.listing import DatasetListing, list_datasets
+from .ops.maintenance_methods import MaintenanceMethods
 from .ops.merge_plan import MergePlan, plan_merge
-from .ops.vacuum import VacuumResult, vacuum
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
 
 
-class ParquetDatasetStore:
+class ParquetDatasetStore(MaintenanceMethods):
     """Write and read Parquet datasets (parts + ``manifest.json`` + ``_SUCCESS``) on a Store.
 
     Args:
@@ -49,6 +49,8 @@ class ParquetDatasetStore:
             seconds; 7 days by default, ``None``: no limit). Both limits apply (see ``commit.retention``).
         commit_timeout: seconds a commit keeps retrying when other writers commit first (jittered
             exponential backoff) before it raises :class:`CommitConflict`.
+        delta_log: also keep each dataset's Delta log (``_delta_log/``) after every commit, so the
+            dataset is a Delta table too, and write data Delta can hold (see docs/delta.md).
 
     ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``commit.owner``).
     Every method's ``key`` is a dataset key: a relative, ``/``-separated path.
@@ -70,6 +72,7 @@ class ParquetDatasetStore:
         retain_versions: int | None = None,
         retain_for: timedelta | float | None = timedelta(days=7),
         commit_timeout: float = 60.0,
+        delta_log: bool = False,
     ) -> None:
         self._options = options = make_options(
             store,
@@ -80,16 +83,18 @@ class ParquetDatasetStore:
             retain_versions=retain_versions,
             retain_for=retain_for,
             commit_timeout=commit_timeout,
+            delta_log=delta_log,
         )
         self.store, self.compression, self.commit_timeout = store, options.compression, options.commit_timeout
         self.row_group_size, self.max_rows_per_file = row_group_size, max_rows_per_file
-        self.max_workers, self.retain_versions, self.retain_for = max_workers, retain_versions, options.retain_period
+        self.max_workers, self.retain_versions, self.delta_log = max_workers, retain_versions, options.delta_log
+        self.retain_for = options.retain_period
 
     def __repr__(self) -> str:
         return (
             f"ParquetDatasetStore({self.store!r}, compression={self.compression!r}, "
             f"row_group_size={self.row_group_size}, max_rows_per_file={self.max_rows_per_file}, "
-            f"retain_versions={self.retain_versions}, retain_for={self.retain_for})"
+            f"retain_versions={self.retain_versions}, retain_for={self.retain_for}, delta_log={self.delta_log})"
         )
 
     @staticmethod
@@ -644,45 +649,6 @@ class ParquetDatasetStore:
             StoreAccessError / OSError / ValueError / TypeError: unreachable store / a bad key, version or thread count.
         """
         return verify.verify_dataset(self.store, self._key(key), version=version, progress=progress, threads=threads)
-
-    def vacuum(
-        self,
-        key: str,
-        *,
-        retain_versions: int | None = UNSET,  # type: ignore[assignment]
-        older_than: timedelta | float | None = UNSET,  # type: ignore[assignment]
-        grace_period: timedelta | float = timedelta(hours=1),
-        dry_run: bool = False,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> VacuumResult:
-        """Delete files no retained version references (limits: this store's unless given; ``None`` lifts one).
-
-        Drops the versions beyond ``retain_versions`` (and older than ``older_than``; the live version always
-        stays), then deletes every file of the dataset no retained version lists, including leftovers of
-        failed writes once they are older than ``grace_period`` (docs/datasets.md, "Versions and vacuum").
-
-        Args:
-            retain_versions: how many versions stay readable (default: the store's ``retain_versions``;
-                ``None``: all).
-            older_than: also drop retained versions older than this (a ``timedelta`` or seconds).
-            grace_period: files no version lists are kept until they are this old (a ``timedelta`` or seconds).
-            dry_run: report what would be deleted, delete nothing.
-            progress: called with ``(files deleted, files to delete)`` as it goes.
-
-
-        Raises:
-            NotFound / CapabilityNotSupported: the dataset has no manifest / the store cannot list or delete.
-            ValueError / TypeError: ``retain_versions`` is not a positive int (or ``None``), or a bad key.
-        """
-        return vacuum(
-            self._options,
-            self._key(key),
-            retain_versions=retain_versions,
-            older_than=older_than,
-            grace_period=grace_period,
-            progress=progress,
-            dry_run=dry_run,
-        )
 
     def delete_dataset(self, key: str) -> None:
         """Delete the dataset ``key`` and every file under its folder (PDS-010), as a commit.

@@ -9,6 +9,8 @@ SUCCESS_NAME = "_SUCCESS"
 CLAIM_NAME = "_claim"
 SINGLE_FILE_NAME = "data.parquet"
 VERSIONS_DIR = "_versions"
+#: The Delta log (``delta_log=True``) and the manifests its writers hand over (see ``delta/log_writer.py``).
+DELTA_DIRS = ("_delta_log", "_delta_manifests")
 SEGMENTS_DIR = "_segments"
 #: The Spark layer's staging folders under a dataset key start with this.
 STAGING_PREFIX = "_spark_staging-"
@@ -73,4 +75,6 @@ def is_spec_name(path: str) -> bool:
 
 def is_reserved(relative: str) -> bool:
     """Whether ``relative`` (a path relative to a dataset key) names one of the dataset's own files."""
+    if relative.split("/", 1)[0] in DELTA_DIRS:
+        return True
     return relative in RESERVED_NAMES or relative == VERSIONS_DIR or relative.startswith(VERSIONS_DIR + "/")

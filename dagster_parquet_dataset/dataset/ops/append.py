@@ -17,6 +17,7 @@ from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
 from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest, repair_success
+from ..delta import check_delta_schema, delta_ready
 from ..format.data_version import entries_hash
 from ..format.layout import SUCCESS_NAME
 from ..format.partition import check_partition_by
@@ -152,6 +153,8 @@ def append_dataset(
     """See :meth:`ParquetDatasetStore.append_dataset`."""
     key = validate_key(key, what="dataset key")
     check_input(table, "append_dataset")
+    if options.delta_log:
+        table = delta_ready(table, key=key)
     args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
     txn, partition, target = _begin(options, key, table.schema, *args)
     if target is not None:
@@ -192,6 +195,8 @@ def begin_append(
     key = validate_key(key, what="dataset key")
     if not isinstance(schema, pa.Schema):
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    if options.delta_log:
+        check_delta_schema(schema, key=key)
     txn, partition, target = _begin(
         options, key, schema, run_id, metadata, partition_by, allow_new_columns, expect_owner
     )

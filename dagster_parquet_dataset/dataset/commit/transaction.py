@@ -65,6 +65,7 @@ from ..format.segments import SEGMENTS_DIR
 from ..manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
 from .nested import deletable, outside_nested
 from .owner import check_expect_owner, check_owner
+from .referenced import dropped_files, not_referenced
 from .retry import Backoff
 from .segment_commit import commit_segments
 
@@ -592,15 +593,14 @@ class Transaction:
         """
         if current is None:
             return ()
-        keep = set(new.referenced())
         inherited = [p for p in current.obsolete if deletable(p)]
         retain = self.options.retain_versions
         if retain is None:
-            return tuple(p for p in inherited if p not in keep)
+            return tuple(not_referenced(inherited, new))
         if retain == 1:
-            gone = set(current.referenced()).difference(keep)  # set work first: an append removes nothing
-            doomed = dict.fromkeys([*inherited, *(p for p in current.referenced() if p in gone)] if gone else inherited)
-            return tuple(p for p in doomed if p not in keep and deletable(p))
+            doomed = list(dict.fromkeys([*inherited, *dropped_files(current, new)]))
+            return tuple(p for p in not_referenced(doomed, new) if deletable(p))
+        keep = set(new.referenced())
         # Versions current.version - retain + 2 .. current.version stay; one drops out.
         dropped_version = current.version + 1 - retain
         retained = [current]
@@ -624,15 +624,16 @@ class Transaction:
         Files inside a dataset nested in this one's folder are never deleted."""
         key = self.key
         self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        live = set(committed.referenced())
-        self._drop_unused_segments(live)
+        self._drop_unused_segments({s.path for s in committed.segments})
         copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
-        data = [p for p in committed.obsolete if p not in copies and p not in live and deletable(p)]
+        others = [p for p in committed.obsolete if p not in copies]
+        data = [p for p in not_referenced(others, committed) if deletable(p)]
         delete_quietly(self.store, (f"{key}/{p}" for p in copies))
         delete_quietly(self.store, (f"{key}/{p}" for p in outside_nested(self.store, key, data)))
 
     def _drop_unused_segments(self, committed: set[str]) -> None:
-        """Segments this transaction wrote on attempts that lost a race, unless some version lists them."""
+        """Segments this transaction wrote on attempts that lost a race, unless some version lists them
+        (``committed``: the segments the committed version lists)."""
         prefix = f"{self.key}/{SEGMENTS_DIR}/"
         unused = [p for p in self.created if p.startswith(prefix) and p[len(self.key) + 1 :] not in committed]
         if unused:

@@ -74,6 +74,18 @@ def test_structural_errors_name_the_reason(change: dict, reason: str) -> None:  
     assert info.value.reason == reason
 
 
+@pytest.mark.parametrize("bad", ["", ".", "..", "a\x00b", "a\\b", "a/../b", "a//b", "a/"])
+def test_an_unsafe_part_among_many_flat_parts_is_refused(bad: str) -> None:
+    """The fast check of parts without a '/' (an unpartitioned dataset) still refuses what validate_key refuses,
+    and ordinary names, even with a newline or a leading dot, stay accepted."""
+    parts = [f"part-{i:05d}-3f9c0a1b2c3d4e5f.parquet" for i in range(2_000)]
+    for good in (".hidden.parquet", "a\n..", "a\nb"):
+        DatasetManifest.from_json(json.dumps({**SPEC, "parts": [*parts, good]}))
+    with pytest.raises(ManifestCorrupted) as info:
+        DatasetManifest.from_json(json.dumps({**SPEC, "parts": [*parts[:1_000], bad, *parts[1_000:]]}))
+    assert info.value.reason == "unsafe part"
+
+
 @pytest.mark.parametrize("field", sorted(SPEC))
 def test_each_missing_spec_field_is_reported(field: str) -> None:
     raw = {k: v for k, v in SPEC.items() if k != field}

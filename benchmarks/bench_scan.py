@@ -7,8 +7,10 @@
     against ``deltalake.DeltaTable(...).to_pyarrow_table(filters=...)`` over
     the same rows as a Delta table (100 appends of one file each, then a
     checkpoint). Reported: the query's wall time in that process (imports
-    excluded, printed apart), and the requests the server received.
-    Targets: ours <= 1.0x delta, <= 3 requests.
+    excluded, printed apart), and the requests the server received. "ours
+    warm" reads twice on one store object and times the second read; its
+    requests are those of both reads. Targets: ours <= 1.0x delta, <= 2
+    requests (the manifest and the selected file), <= 2 more when warm.
 (b) Parse + plan a 10,000-file manifest (``DatasetManifest.from_json`` and
     ``plan``), best of ``--repeat``; wall and CPU time; with orjson and with the
     stdlib fallback. Target <= 50 ms.
@@ -56,6 +58,14 @@ _CHILD = {
         t_import = time.perf_counter() - t_start
         t0 = time.perf_counter()
         table = ParquetDatasetStore(S3Store("bench", "ours", endpoint_url=ENDPOINT)).read_dataset("events", filters=FILTERS)
+        """,
+    "ours warm": """
+        from dagster_parquet_dataset import ParquetDatasetStore, S3Store
+        t_import = time.perf_counter() - t_start
+        datasets = ParquetDatasetStore(S3Store("bench", "ours", endpoint_url=ENDPOINT))
+        datasets.read_dataset("events", filters=FILTERS)  # the cold read; the warm one is timed
+        t0 = time.perf_counter()
+        table = datasets.read_dataset("events", filters=FILTERS)
         """,
     "ours scan": """
         from dagster_parquet_dataset import ParquetDatasetStore, S3Store
@@ -152,9 +162,14 @@ def bench_cold_query(rows: int, files: int, repeat: int) -> None:
             f"{statistics.median(r[3] for r in runs) * 1000:7.1f} ms  {requests}"
         )
     ratio = medians["ours"] / medians["deltalake"]
+    warm_ratio = medians["ours warm"] / medians["deltalake"]
     requests = max(r[2] for r in results["ours"])
+    warm = max(r[2] for r in results["ours warm"]) - requests
     print(f"    ours / deltalake (query): {ratio:.2f}x (target <= 1.0x: {'met' if ratio <= 1.0 else 'NOT MET'})")
-    print(f"    ours requests: {requests} (target <= 3: {'met' if requests <= 3 else 'NOT MET'})")
+    print(f"    ours warm / deltalake (query): {warm_ratio:.2f}x")
+    print(
+        f"    ours requests: {requests} cold, {warm} warm (target <= 2 each: {'met' if max(requests, warm) <= 2 else 'NOT MET'})"
+    )
 
 
 def _manifest_text(n: int) -> tuple[bytes, list]:

@@ -223,14 +223,15 @@ def test_crash_between_commit_and_success_of_a_first_write_is_repaired(store: St
     assert sorted_ids(plain.read_dataset("c")) == [0, 1, 2, 3]
 
 
-def test_reader_repairs_a_missing_success_marker(store: Store) -> None:
+def test_a_missing_success_marker_is_read_through_and_repaired_by_dataset_exists(store: Store) -> None:
+    """A manifest with a write token proves its commit: a read needs no ``_SUCCESS`` and does not look
+    for it (issue 25: a pruned read is the manifest and the data); ``dataset_exists`` writes it back."""
     plain = ParquetDatasetStore(store)
     plain.write_dataset(rows(0, 4), "r")
     store.delete("r/_SUCCESS")
     assert sorted_ids(plain.read_dataset("r")) == [0, 1, 2, 3]
-    assert store.exists("r/_SUCCESS")
-    store.delete("r/_SUCCESS")
     assert plain.dataset_exists("r")
+    assert store.exists("r/_SUCCESS")
 
 
 # Items 7 and 8 -------------------------------------------------------------

@@ -183,3 +183,26 @@ def test_an_absent_dataset_is_recorded_not_raised(store: Store) -> None:
         read_committed_manifests(datasets, "daily/x")
     with pytest.raises(TypeError, match="read_committed_manifests"):
         pin_manifests(datasets, {"daily/x": DatasetManifest})  # type: ignore[arg-type]
+
+
+def test_reading_many_roots_again_starts_no_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The manifests are fetched on one pool per process (issue 28): ten reads of 40 roots start
+    at most the pool's 32 threads in all, not up to 32 per read."""
+    from dagster_parquet_dataset import MemoryStore
+
+    datasets = ParquetDatasetStore(MemoryStore())
+    keys = [f"daily/{d:02d}" for d in range(40)]
+    for key in keys:
+        datasets.write_dataset(pa.table({"v": [1]}), key)
+    started: list[str] = []
+    start = threading.Thread.start
+
+    def counting_start(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", counting_start)
+    for _ in range(10):
+        committed = read_committed_manifests(datasets, keys)
+        assert set(committed.found) == set(keys)
+    assert len(started) <= 32, started

@@ -15,11 +15,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from dagster_parquet_dataset import ManifestCorrupted, ParquetDatasetStore
+from dagster_parquet_dataset.dataset.format import segments
 from dagster_parquet_dataset.storage.base import Store
 
 from ._stores import WrappingStore
 
-FILES = 40  # more than INLINE_ENTRIES: the entries go to a segment
+FILES = 40  # more than INLINE_ENTRIES (set to 32 below): the entries go to a segment
+
+
+@pytest.fixture(autouse=True)
+def _inline_32(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most 32 entries inline (the fixed limit these tests were written for; the byte budget
+    would keep 40 small entries inline)."""
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)
 
 
 def _table(start: int, n: int) -> pa.Table:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..dataset import DatasetListing, DatasetManifest
-from ._format import age_seconds, human_age, human_bytes, human_count, plural, table
+from ._format import age_seconds, human_age, human_bytes, human_count, plural, short_run_id, table
 from ._targets import Asset, group_assets
 
 
@@ -78,7 +78,7 @@ def asset_table(documents: Sequence[dict[str, Any]]) -> str:
             human_count(d["rows"]),
             human_count(d["files"]),
             human_bytes(d["bytes"]),
-            d["last_run_id"] or "-",
+            short_run_id(d["last_run_id"]),
             human_age(d["age_seconds"]),
             d["status"],
         ]

@@ -10,7 +10,7 @@ from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDataset
 from ..errors import NotFound
 from ._assets import asset_table, assets_of, prefix_summary
 from ._filter_args import describe_filter
-from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, table
+from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, short_run_id, table
 from ._head import cmd_head
 from ._maintenance_commands import cmd_compact, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
@@ -69,7 +69,7 @@ def _ls_row(d: dict[str, Any]) -> list[str]:
     if "version" not in d:  # a corrupt manifest: only its key and status are known
         return [d["key"], *["-"] * 6, d["status"]]
     figures = [str(d["version"]), human_count(d["rows"]), human_count(d["files"]), human_bytes(d["bytes"])]
-    return [d["key"], *figures, d["run_id"] or "-", human_age(d["age_seconds"]), d["status"]]
+    return [d["key"], *figures, short_run_id(d["run_id"]), human_age(d["age_seconds"]), d["status"]]
 
 
 def _listing(item: DatasetListing) -> dict[str, Any]:
@@ -147,7 +147,7 @@ def cmd_show(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
             [
                 c["name"],
                 c["type"],
-                "" if c["nullable"] else "not null",
+                "nullable" if c["nullable"] else "not null",
                 "partition" if c["name"] in partition else "",
             ]
             for c in columns
@@ -189,7 +189,7 @@ def _describe_sizes(count: int, distribution: dict[str, int] | None) -> str:
 
 def cmd_history(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     as_of = parse_instant(args.as_of)
-    key = require_dataset(ds, args.key)
+    key = require_dataset(ds, args.key, command="history")
     versions = ds.history(key)
     live_then = None
     if as_of is not None:  # the history as it stood then: up to the version live at as_of
@@ -235,7 +235,7 @@ def _sum(values: list[int | None]) -> int | None:
 
 
 def cmd_plan(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    require_dataset(ds, args.key)
+    require_dataset(ds, args.key, command="plan")
     terms = parsed_filters(args, ds, args.key)
     plan = ds.plan_read(args.key, filters=terms or None, version=args.dataset_version)
     selected, pruned = plan.selected, plan.pruned

@@ -42,6 +42,17 @@ def human_bytes(n: int | None) -> str:
     raise AssertionError("unreachable")
 
 
+#: Characters of a run id a table shows (``--json`` keeps the whole id); a Dagster run id is a 36-character UUID.
+RUN_ID_CHARS = 8
+
+
+def short_run_id(run_id: str | None) -> str:
+    """``run_id`` cut to :data:`RUN_ID_CHARS` characters for a table (``-`` when unknown), as git shortens hashes."""
+    if not run_id:
+        return "-"
+    return run_id if len(run_id) <= RUN_ID_CHARS + 2 else run_id[:RUN_ID_CHARS]
+
+
 def human_count(n: int | None) -> str:
     return "?" if n is None else f"{n:,}"
 

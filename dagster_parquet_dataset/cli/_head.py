@@ -21,7 +21,7 @@ _MAX_CELL = 60
 def cmd_head(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     if args.n < 0:
         raise UsageError(f"-n must be 0 or more, got {args.n}")
-    key = require_dataset(ds, args.key)
+    key = require_dataset(ds, args.key, command="head")
     terms = parsed_filters(args, ds, key)
     columns = _columns(args.columns)
     rows = None if terms else _head_direct(ds, key, args.n, columns, args.dataset_version)

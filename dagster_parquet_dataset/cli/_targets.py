@@ -98,16 +98,33 @@ def is_dataset(ds: ParquetDatasetStore, key: str) -> bool:
     return ds.store.exists(f"{key.strip('/')}/{_MANIFEST}")
 
 
-def require_dataset(ds: ParquetDatasetStore, key: str) -> str:
+class NotOneDataset(KeyNotFound):
+    """A command that reads one dataset was given an asset or folder holding several (exit status 1)."""
+
+
+def require_dataset(ds: ParquetDatasetStore, key: str, *, command: str) -> str:
     """``key`` without surrounding slashes, if it is a dataset.
 
     Raises:
-        KeyNotFound: no manifest at ``key`` (the message suggests close keys).
+        NotOneDataset: ``key`` holds no manifest but datasets lie under it (an asset's partitions, a folder);
+            the message names how many, an example key for ``command``, and ``show`` / ``verify`` which take it.
+        KeyNotFound: nothing at or under ``key`` (the message suggests close keys).
     """
     key = key.strip("/")
-    if not is_dataset(ds, key):
+    if is_dataset(ds, key):
+        return key
+    under = keys_under(ds, key) if key else []
+    if not under:
         raise not_found(ds, key)
-    return key
+    assets = {asset_of(k)[0] for k in under}
+    if assets == {key}:
+        what = f"an asset with {len(under):,} partition{'s' if len(under) != 1 else ''}, each its own dataset"
+    else:
+        what = f"a folder with {len(under):,} dataset{'s' if len(under) != 1 else ''}"
+    raise NotOneDataset(
+        f"{key!r} is {what}: {command} reads one, e.g. '{command} {under[-1]}' (first {under[0]!r}, last "
+        f"{under[-1]!r}); 'show {key}' and 'verify {key}' take the whole of it"
+    )
 
 
 def expand(ds: ParquetDatasetStore, key: str) -> list[str]:
@@ -167,16 +184,30 @@ class Asset:
         return bool(self.partitions)
 
 
+#: The line ``ls`` gives every Dagster op output (``<run_id>/<step_key>/<output_name>``), after the assets.
+OP_OUTPUTS = "(op outputs)"
+
+
+def _is_op_output(item: DatasetListing) -> bool:
+    """Whether the manifest records a Dagster op output: a step key and no asset key."""
+    metadata = (item.manifest.metadata if item.manifest is not None else None) or {}
+    return "dagster.step_key" in metadata and "dagster.asset_key" not in metadata
+
+
 def group_assets(listings: Sequence[DatasetListing]) -> list[Asset]:
-    """Listings grouped by :func:`asset_of`, in key order."""
+    """Listings grouped by :func:`asset_of`, in key order; Dagster op outputs (stored under their run id)
+    together as :data:`OP_OUTPUTS`, last."""
     groups: dict[str, Asset] = {}
     for item in listings:
+        if _is_op_output(item):
+            groups.setdefault(OP_OUTPUTS, Asset(OP_OUTPUTS)).listings.append(item)
+            continue
         asset, partition = asset_of(item.key)
         group = groups.setdefault(asset, Asset(asset))
         group.listings.append(item)
         if partition is not None:
             group.partitions.append(partition)
-    return [groups[k] for k in sorted(groups)]
+    return [groups[k] for k in sorted(groups, key=lambda k: (k == OP_OUTPUTS, k))]
 
 
 def has_partitions(listings: Sequence[DatasetListing]) -> bool:

@@ -8,7 +8,7 @@ Dagster's test helpers build.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dagster import (
@@ -153,3 +153,8 @@ def run_id_of(context: OutputContext) -> str | None:
 def run_partition_key_of(context: InputContext) -> str | None:
     """The partition key of the run an input is loaded in, or ``None`` (an unpartitioned run)."""
     return _get(lambda: context.partition_key if context.has_partition_key else None)
+
+
+def run_tags_of(context: InputContext | OutputContext) -> Mapping[str, str]:
+    """The tags of the run, or ``{}`` for a context built by hand."""
+    return _get(lambda: context.step_context.dagster_run.tags) or {}

@@ -35,7 +35,7 @@ from . import _context as _ctx
 from . import _ownership as _own
 from ._handler_base import NO_DATA_KEY, OUTPUT_NAME_KEY, PYTHON_TYPE_KEY, STEP_KEY_KEY, TypeHandler
 from ._registry import HandlerRegistry
-from .options import ReadOptions
+from .options import ReadOptions, run_as_of
 
 #: Threads reading partitions at once when an input spans several.
 _PARTITION_READ_THREADS = 8
@@ -154,7 +154,8 @@ class _Load:
         self.registry = registry
         self.targets = targets
         self.as_dict, self.element_type, self.optional = _requested_type(context)
-        self.options = ReadOptions.from_metadata(context.definition_metadata, _ctx.label(context))
+        options = ReadOptions.from_metadata(context.definition_metadata, _ctx.label(context))
+        self.options = options.with_run_as_of(run_as_of(_ctx.run_tags_of(context)))
         self.read_kwargs = self.options.read_kwargs()
         self.handler: TypeHandler | None = None
 
@@ -342,7 +343,8 @@ class _Load:
         if not self.targets:
             if self.as_dict:
                 return {}
-            return None if self.optional else empty(self)
+            # Unannotated: None, as Dagster's UPath IO managers give; a typed input gets an empty value.
+            return None if self.optional or self.element_type is None else empty(self)
         if self.options.version is not None and len(self.targets) > 1:
             raise ValueError(
                 f"{_ctx.label(context)}: metadata 'version' ({self.options.version}) names one version of one "
@@ -351,7 +353,7 @@ class _Load:
             )
         if self.options.as_of is not None and len(self.targets) > 1 and not self.as_dict:
             raise ValueError(
-                f"{_ctx.label(context)}: metadata 'as_of' reads each partition at its own version, but this input "
+                f"{_ctx.label(context)}: {self.options.as_of_source} reads each partition at its own version, but this input "
                 f"loads {len(self.targets)} partitions as one value; annotate it dict[str, ...] (one value per "
                 "partition) or load a single partition"
             )

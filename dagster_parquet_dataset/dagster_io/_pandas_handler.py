@@ -24,6 +24,29 @@ def _index_columns(schema: pa.Schema | None) -> list[Any] | None:
         return None
 
 
+def _why(frame: Any, exc: Exception) -> str:
+    """What ``pyarrow.Table.from_pandas`` failed on: the first column that does not convert by itself, with
+    the Python types of an ``object`` column's values and the cast that fixes it; else ``exc`` as it is."""
+    for name in frame.columns:
+        column = frame[name]
+        if not hasattr(column, "dtype"):
+            continue  # a repeated column name: pyarrow's own message says so
+        try:
+            pa.array(column, from_pandas=True)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as own:
+            kinds = sorted(
+                {type(v).__name__ for v in column if v is not None and not (isinstance(v, float) and v != v)}
+            )
+            if column.dtype != object or len(kinds) < 2:
+                return f"column {name!r} ({column.dtype}) cannot be converted: {own}"
+            return (
+                f"column {name!r} is an object column holding values of several Python types "
+                f"({', '.join(kinds)}), which one Parquet column cannot hold; cast it to one type first, e.g. "
+                f"df[{name!r}] = df[{name!r}].astype('string') (or map the values to one type)"
+            )
+    return str(exc)
+
+
 class PandasDataFrameHandler(ArrowConvertingHandler):
     """``pandas.DataFrame``; the index (named, multi-level or a range) round-trips.
 
@@ -39,10 +62,16 @@ class PandasDataFrameHandler(ArrowConvertingHandler):
         return is_subclass(python_type, "pandas", "DataFrame")
 
     def to_arrow(self, obj: Any) -> pa.Table:
+        """``pyarrow.Table.from_pandas(obj, preserve_index=None)``.
+
+        Raises:
+            TypeError: a column cannot be converted; the message names it and, for an ``object``
+                column of values of several Python types, lists them and says how to cast it.
+        """
         try:
             return pa.Table.from_pandas(obj, preserve_index=None)
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as exc:
-            raise TypeError(f"cannot store this pandas.DataFrame as Parquet: {exc}") from None
+            raise TypeError(f"cannot store this pandas.DataFrame as Parquet: {_why(obj, exc)}") from None
 
     def from_arrow(self, table: pa.Table) -> Any:
         return table.to_pandas()
@@ -69,9 +98,18 @@ class PandasDataFrameHandler(ArrowConvertingHandler):
         return bool(index_columns) and all(isinstance(c, str) for c in index_columns or ())
 
     def combine(self, objs: Sequence[Any]) -> Any:
+        """The partitions' frames one after the other. Frames that each have an unnamed ``RangeIndex`` (the
+        default index, stored as metadata only) get one fresh ``RangeIndex`` over all rows, as
+        dagster-deltalake gives; any other index (``order_id``, a multi-level one) is kept as written.
+
+        Raises:
+            ValueError: the frames cannot be concatenated.
+        """
         import pandas as pd
 
+        frames = list(objs)
+        fresh = all(isinstance(f.index, pd.RangeIndex) and f.index.name is None for f in frames)
         try:
-            return pd.concat(list(objs))
+            return pd.concat(frames, ignore_index=fresh)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"the partitions cannot be concatenated: {exc}") from None

@@ -13,10 +13,20 @@ from ._handler_base import ArrowConvertingHandler, is_subclass
 def frame_to_arrow(frame: Any) -> pa.Table:
     """``frame.to_arrow()`` for a ``polars.DataFrame``, naming the column when a type cannot be converted.
 
+    A ``pl.Object`` column (Python objects, also inside a list or struct) is refused first: polars
+    would hand Arrow the objects' pointers as ``fixed_size_binary[8]`` values.
+
     Raises:
         TypeError: a column's polars type has no Arrow form (e.g. ``Int128``, ``UInt128``, ``Object``);
             the message names the column and its type.
     """
+    for name, dtype in frame.schema.items():
+        if _holds_objects(dtype):
+            raise TypeError(
+                f"cannot store this polars frame as Parquet: column {name!r} has type {dtype}, which holds "
+                "Python objects that Arrow and Parquet cannot hold; convert them to a supported type first "
+                f"(e.g. pl.col({name!r}).map_elements(str, return_dtype=pl.String))"
+            )
     try:
         return frame.to_arrow()  # type: ignore[no-any-return]
     except Exception as whole:  # polars and pyarrow raise several unrelated types for an unsupported dtype
@@ -29,6 +39,18 @@ def frame_to_arrow(frame: Any) -> pa.Table:
                     f"Arrow and Parquet cannot hold ({exc}); cast it to a supported type first"
                 ) from None
         raise TypeError(f"cannot store this polars frame as Parquet: {whole}") from None
+
+
+def _holds_objects(dtype: Any) -> bool:
+    """Whether a polars ``dtype`` is ``Object`` or nests one (in a ``List``, ``Array`` or ``Struct``)."""
+    import polars as pl
+
+    if dtype == pl.Object:
+        return True
+    inner = getattr(dtype, "inner", None)
+    if inner is not None and _holds_objects(inner):
+        return True
+    return any(_holds_objects(f.dtype) for f in getattr(dtype, "fields", None) or ())
 
 
 class PolarsDataFrameHandler(ArrowConvertingHandler):

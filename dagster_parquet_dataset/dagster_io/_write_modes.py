@@ -21,7 +21,7 @@ from . import _ownership as _own
 from . import _retries
 from ._handler_base import PARTITION_KEY_KEY, TypeHandler, require_parquet_types
 from ._presentation import Presentation
-from .options import WriteOptions
+from .options import ALLOW_NEW_COLUMNS_KEY, WriteOptions
 
 
 @dataclass(frozen=True)
@@ -150,9 +150,12 @@ def write_output(
         if options.write_mode == "append":
             data, taken = _counted(data)
             kwargs = options.append_kwargs()
-            manifest = datasets.append_dataset(
-                data, key, run_id=run_id, metadata=metadata, expect_owner=owner, idempotency_key=idem, **kwargs
-            )
+            try:
+                manifest = datasets.append_dataset(
+                    data, key, run_id=run_id, metadata=metadata, expect_owner=owner, idempotency_key=idem, **kwargs
+                )
+            except ValueError as exc:
+                raise _in_dagster_terms(exc) from None
             appended = taken()
             extra = {"rows_appended": MetadataValue.int(appended), **_retries.recognised(before, manifest, idem)}
             return Written(manifest, appended, None, extra)
@@ -162,6 +165,16 @@ def write_output(
         written = _merged(datasets, key, options, result)
         written.extra.update(_retries.recognised(before, written.manifest, idem))
         return written
+
+
+def _in_dagster_terms(exc: ValueError) -> ValueError:
+    """The dataset layer's refusal of new columns, saying what a Dagster user writes: output metadata."""
+    message = str(exc)
+    python = "(pass allow_new_columns=True to add them)"
+    if python not in message:
+        return exc
+    dagster = f"(add them with the output metadata {{{ALLOW_NEW_COLUMNS_KEY!r}: True}}, next to 'write_mode': 'append')"
+    return type(exc)(message.replace(python, dagster))
 
 
 def _merged(datasets: ParquetDatasetStore, key: str, options: WriteOptions, result: MergeResult) -> Written:

@@ -22,7 +22,7 @@ from dagster import (
     PartitionsDefinition,
 )
 from dagster._core.errors import DagsterInvariantViolationError
-from pydantic import Field, PrivateAttr
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from ..dataset import ParquetDatasetStore
 from ..errors import RemoteStoreError
@@ -38,8 +38,8 @@ from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry, default_registry
 from ._special_outputs import recorded_metadata, write_backfill, write_none
 from ._write_modes import write_output
-from .options import WriteOptions
-from .resources import StoreResource
+from .options import AS_OF_KEY, ReadOptions, WriteOptions, run_as_of
+from .resources import StoreResource, store_resource_for
 
 __all__ = ["NoDataStored", "ProcessLocalStoreError", "RemoteStoreIOManager", "UnsupportedTypeError"]
 
@@ -57,6 +57,11 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             assets=[...],
             resources={"io_manager": RemoteStoreIOManager(store=LocalStoreResource(root="data"))},
         )
+
+    or, as a shortcut for a local folder or an S3 prefix (AWS settings from the
+    environment), ``RemoteStoreIOManager(base_dir="data")`` /
+    ``RemoteStoreIOManager(base_dir="s3://bucket/prefix")``; ``store`` and
+    ``base_dir`` are exclusive.
 
     Dataset keys follow the published mapping (docs/dagster.md, "Keys"): asset ``["a", "b"]`` ->
     ``a/b``; partition ``p`` -> ``a/b/p``; a multi-dimension partition ->
@@ -104,6 +109,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     Attributes:
         store: the store resource (``LocalStoreResource``, ``S3StoreResource``,
             ``InMemoryStoreResource``).
+        base_dir: instead of ``store``: a local folder or an ``s3://bucket/prefix`` URL.
         prefix: folder in the store under which every dataset key goes.
         compression: Parquet codec (``zstd``, ``snappy``, ``gzip``, ``brotli``, ``lz4``, ``none``).
         row_group_size: rows per Parquet row group (pyarrow's default when unset).
@@ -119,8 +125,19 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             (see :mod:`._presentation`).
     """
 
-    store: StoreResource = Field(
-        description="Where the datasets live: LocalStoreResource, S3StoreResource or InMemoryStoreResource."
+    store: StoreResource | None = Field(
+        default=None,
+        description=(
+            "Where the datasets live: LocalStoreResource, S3StoreResource or InMemoryStoreResource "
+            "(or give base_dir instead)."
+        ),
+    )
+    base_dir: str | None = Field(
+        default=None,
+        description=(
+            "Instead of store: a local folder ('data', '/srv/lake') or an S3 URL ('s3://bucket/prefix', "
+            "endpoint and credentials from the AWS environment)."
+        ),
     )
     prefix: str = Field(
         default="",
@@ -155,23 +172,88 @@ class RemoteStoreIOManager(ConfigurableIOManager):
 
     _datasets: ParquetDatasetStore | None = PrivateAttr(default=None)
     _prefix: str | None = PrivateAttr(default=None)
+    _base_dir_store: StoreResource | None = PrivateAttr(default=None)
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _store_is_a_resource(cls, value: Any) -> Any:
+        """Refuse a ``store`` that is not a store resource, saying what to pass.
+
+        Raises:
+            ValueError: e.g. ``store="/path"``; pydantic reports it as a ``ValidationError``.
+        """
+        if value is None or isinstance(value, (StoreResource, dict)):
+            return value
+        shortcut = (
+            f"; for a folder or an S3 URL write RemoteStoreIOManager(base_dir={value!r})"
+            if isinstance(value, str)
+            else ""
+        )
+        raise ValueError(
+            f"RemoteStoreIOManager(store=...) takes a store resource: LocalStoreResource(root=...), "
+            f"S3StoreResource(bucket=..., prefix=...) or InMemoryStoreResource(), got {type(value).__name__} "
+            f"{value!r}{shortcut}"
+        )
+
+    @model_validator(mode="after")
+    def _one_location(self) -> RemoteStoreIOManager:
+        """Exactly one of ``store`` and ``base_dir``.
+
+        Raises:
+            ValueError: both or neither (checked when the definitions load).
+        """
+        if self.store is not None and self.base_dir is not None:
+            raise ValueError(
+                f"RemoteStoreIOManager: give store=... or base_dir=..., not both (store={type(self.store).__name__}, "
+                f"base_dir={self.base_dir!r})"
+            )
+        if self.store is None and self.base_dir is None:
+            raise ValueError(
+                "RemoteStoreIOManager needs where the datasets live: base_dir='data' (a local folder), "
+                "base_dir='s3://bucket/prefix', or store=LocalStoreResource(...) / S3StoreResource(...)"
+            )
+        return self
+
+    @property
+    def store_resource(self) -> StoreResource:
+        """The store resource in use: ``store``, or the one ``base_dir`` names.
+
+        Raises:
+            ValueError: a ``base_dir`` no store serves (see ``store_resource_for``).
+        """
+        if self.store is not None:
+            return self.store
+        if self._base_dir_store is None:
+            self._base_dir_store = store_resource_for(self.base_dir or "")
+        return self._base_dir_store
 
     # ------------------------------------------------------------------ setup
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         """Check the configuration before any step runs (no I/O).
 
+        The run tag ``dagster_parquet_dataset/as_of`` and every input's ``as_of``
+        metadata in the run's job are checked here, so a value without a time
+        zone fails the run before any step computes. A store made from ``base_dir`` is set up here as Dagster sets up a nested
+        ``store`` resource (``S3StoreResource`` checks access and conditional writes).
+
         Raises:
             ValueError / TypeError: a bad ``prefix``, ``compression``, ``row_group_size``,
-                ``max_rows_per_file`` or ``retain_versions``; the message names it.
+                ``max_rows_per_file``, ``retain_versions`` or ``base_dir``; the message names it.
+            ValueError: the run tag ``dagster_parquet_dataset/as_of``, or an input's ``as_of``
+                metadata, is not ISO-8601 with a time zone.
+            StoreAccessError / CapabilityNotSupported: as ``S3StoreResource.setup_for_execution``.
         """
+        _check_run_as_of(context)
+        if self.store is None:
+            self.store_resource.setup_for_execution(context)
         self._dataset_store()
 
     def _dataset_store(self) -> ParquetDatasetStore:
         if self._datasets is None:
             self._prefix = keys_mod.normalize_prefix(self.prefix)
             self._datasets = ParquetDatasetStore(
-                self.store.get_store(),
+                self.store_resource.get_store(),
                 compression=self.compression,
                 row_group_size=self.row_group_size,
                 max_rows_per_file=self.max_rows_per_file,
@@ -196,7 +278,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             ProcessLocalStoreError: ``store`` is an ``InMemoryStoreResource`` and the run's
                 executor may run steps in other processes (its definition requires persistent outputs).
         """
-        if not type(self.store).process_local:
+        if not type(self.store_resource).process_local:
             return
         try:
             step = context.step_context
@@ -209,7 +291,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         requirements = executor_def.get_requirements(step.resolved_run_config.execution.execution_engine_config)
         if ExecutorRequirement.PERSISTENT_OUTPUTS in requirements:
             raise ProcessLocalStoreError(
-                f"{type(self.store).__name__} keeps datasets in one process's memory, but this run uses the "
+                f"{type(self.store_resource).__name__} keeps datasets in one process's memory, but this run uses the "
                 f"{executor_def.name!r} executor, which runs steps in their own processes, so a step cannot "
                 "see another step's outputs. Use LocalStoreResource (or S3StoreResource) instead, or run with "
                 "the in-process executor (materialize(), job.execute_in_process(), or "
@@ -415,8 +497,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         unannotated); for several partitions, their concatenation in partition
         order, or a ``dict`` keyed by partition key when annotated ``dict[str, T]``.
         When the partition mapping yields no partition at all: ``{}`` for a
-        ``dict`` annotation, ``None`` for an ``Optional`` one, otherwise an empty
-        value with the upstream's schema when another of its partitions records
+        ``dict`` annotation, ``None`` for an ``Optional`` one or an unannotated
+        input, otherwise an empty value of the annotated type with the upstream's schema when another of its partitions records
         one (an empty value with no columns if none does; ``None`` for a type
         that is not built from Arrow in this process, such as Spark). An
         ``Optional`` input gets ``None`` when the upstream stored nothing, or
@@ -472,3 +554,26 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             if key not in seen:
                 seen.append(key)
         return seen
+
+
+def _check_run_as_of(context: InitResourceContext) -> None:
+    """Check the run tag ``dagster_parquet_dataset/as_of`` and the ``as_of`` metadata of every input of the
+    run's job (from the job snapshot the run records), before any step runs.
+
+    Raises:
+        ValueError: a value that is not ISO-8601 with a time zone (the message names the tag, or the op and input).
+    """
+    run = context.dagster_run
+    if run is None:
+        return  # a resource built outside a run
+    run_as_of(run.tags)
+    instance = context.instance
+    if instance is None or run.job_snapshot_id is None:
+        return
+    snapshot = instance.get_job_snapshot(run.job_snapshot_id)
+    for op in snapshot.node_defs_snapshot.op_def_snaps:
+        for input_def in op.input_def_snaps:
+            if AS_OF_KEY in input_def.metadata:
+                ReadOptions.from_metadata(
+                    {AS_OF_KEY: input_def.metadata[AS_OF_KEY]}, f"op {op.name!r} input {input_def.name!r}"
+                )

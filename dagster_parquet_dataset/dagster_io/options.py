@@ -27,20 +27,29 @@ Input side (``AssetIn(metadata=...)``, ``In(metadata=...)``):
 ``as_of``
     Load the version of the upstream dataset that was live at this instant (the newest committed at or
     before it): ``MetadataValue.timestamp(...)``, a float POSIX timestamp, or an ISO-8601 string with a
-    time zone (``"2026-03-01T12:00:00+00:00"``). Not with ``version``.
+    time zone (``"2026-03-01T12:00:00+00:00"``). Not with ``version``. The run tag
+    ``dagster_parquet_dataset/as_of`` (:data:`AS_OF_TAG`) sets it for every input of the run
+    that sets neither ``version`` nor ``as_of``.
 ``allow_missing_partitions``
     Skip upstream partitions that were never written instead of failing.
 
 Everything is validated before any I/O; a bad value raises ``ValueError`` (or
 ``TypeError`` for a wrong type) whose message names the asset or input, the
-metadata key and what is allowed. This module is pure: no Dagster contexts, no I/O.
+metadata key and what is allowed. A key that is one of these options misspelt
+(``write_mod``, ``filter``), another IO manager's name for one
+(``mode``, ``schema_mode``, ``partition_filters``, ``root_uri``, ...; see
+:data:`PEER_OUTPUT_KEYS` and :data:`PEER_INPUT_KEYS`) or an option of the other
+side (``filters`` on an output) is a ``ValueError`` naming the option meant
+(:func:`check_option_keys`); other keys (``owner``, ``team``, ...) are the
+user's own and pass. This module is pure: no Dagster contexts, no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
+from difflib import get_close_matches
 from typing import Any
 
 from dagster import MetadataValue
@@ -61,6 +70,123 @@ FILTERS_KEY = "filters"
 VERSION_KEY = "version"
 AS_OF_KEY = "as_of"
 ALLOW_MISSING_PARTITIONS_KEY = "allow_missing_partitions"
+
+#: Run tag: load every input of the run that sets neither ``version`` nor ``as_of`` as of this instant
+#: (ISO-8601 with a time zone).
+AS_OF_TAG = "dagster_parquet_dataset/as_of"
+
+
+#: Output metadata keys read by the IO manager: the write options, ``partition_expr`` (single-run backfills)
+#: and the Spark handler's ``spark_repartition``.
+OUTPUT_KEYS: tuple[str, ...] = (
+    WRITE_MODE_KEY,
+    KEY_COLUMNS_KEY,
+    MERGE_STRATEGY_KEY,
+    PARTITION_BY_KEY,
+    ALLOW_NEW_COLUMNS_KEY,
+    "partition_expr",
+    "spark_repartition",
+)
+#: Input metadata keys read by the IO manager: the read options and the Spark handler's ``spark_config``.
+INPUT_KEYS: tuple[str, ...] = (
+    COLUMNS_KEY,
+    FILTERS_KEY,
+    VERSION_KEY,
+    AS_OF_KEY,
+    ALLOW_MISSING_PARTITIONS_KEY,
+    "spark_config",
+)
+
+_STORE_CONFIG = "where the data lives is IO manager configuration: RemoteStoreIOManager(base_dir=...) or store=..."
+_IO_CONFIG = "this is IO manager configuration, not asset metadata: RemoteStoreIOManager({key}=...)"
+
+#: Output metadata keys of dagster-deltalake, dagster-polars and deltalake's ``write_deltalake``, with what to
+#: write here instead. Each is refused: the IO manager would otherwise ignore it.
+PEER_OUTPUT_KEYS: dict[str, str] = {
+    "mode": "use write_mode ('overwrite', 'append' or 'merge')",
+    "schema_mode": "use allow_new_columns=True (what schema_mode='merge' does; an overwrite replaces the schema)",
+    "overwrite_schema": "drop it: an overwrite replaces the schema; allow_new_columns=True lets an append add columns",
+    "merge_predicate": "use key_columns (the columns that identify a row) with write_mode='merge'",
+    "predicate": "use key_columns with write_mode='merge' (a merge is by key columns, not by a predicate)",
+    "merge_config": "use key_columns and merge_strategy ('upsert', 'insert' or 'update') with write_mode='merge'",
+    "merge_type": "use merge_strategy ('upsert', 'insert' or 'update') with write_mode='merge'",
+    "delta_merge_options": "use key_columns and merge_strategy with write_mode='merge'",
+    "delta_write_options": "use write_mode and partition_by, each its own metadata key",
+    "partition_cols": "use partition_by",
+    "partition_columns": "use partition_by",
+    "root_uri": _STORE_CONFIG,
+    "base_dir": _STORE_CONFIG,
+    "storage_options": _STORE_CONFIG,
+    "compression": _IO_CONFIG,
+    "row_group_size": _IO_CONFIG,
+    "max_rows_per_file": _IO_CONFIG,
+    "retain_versions": _IO_CONFIG,
+    "writer_properties": "use compression and row_group_size on the IO manager: RemoteStoreIOManager(compression=...)",
+}
+#: Input metadata keys of dagster-deltalake, dagster-polars, deltalake and pyarrow, with what to write here.
+PEER_INPUT_KEYS: dict[str, str] = {
+    "filter": "use filters (a list of (column, op, value) tuples)",
+    "partition_filters": "use filters (a list of (column, op, value) tuples; files are pruned by them)",
+    "predicate": "use filters (a list of (column, op, value) tuples)",
+    "where": "use filters (a list of (column, op, value) tuples)",
+    "root_uri": _STORE_CONFIG,
+    "base_dir": _STORE_CONFIG,
+    "storage_options": _STORE_CONFIG,
+}
+
+
+def run_as_of(tags: Mapping[str, str] | None) -> datetime | None:
+    """The instant the run tag :data:`AS_OF_TAG` names, as an aware UTC ``datetime`` (``None`` without it).
+
+    Raises:
+        ValueError: the tag is not ISO-8601 or has no time zone.
+    """
+    value = (tags or {}).get(AS_OF_TAG)
+    return None if value is None else _instant(value, "this run", f"tag {AS_OF_TAG!r}")
+
+
+def check_option_keys(metadata: Mapping[str, Any] | None, *, output: bool, what: str) -> None:
+    """Refuse a metadata key that is meant as an option but would be ignored.
+
+    Three kinds are refused: another IO manager's name for one of our options
+    (:data:`PEER_OUTPUT_KEYS` / :data:`PEER_INPUT_KEYS`), one of our option names
+    misspelt (``difflib`` similarity of at least 0.8, case ignored), and an
+    option of the other side (``filters`` on an output, ``write_mode`` on an
+    input). Keys with a ``/`` or ``.`` (``dagster/column_schema``) and every
+    other key (``owner``, ``team``, ...) are the user's own and pass.
+
+    Args:
+        metadata: the output's or input's definition metadata.
+        output: whether ``metadata`` is an output's (else an input's).
+        what: how the message names the output or input.
+
+    Raises:
+        ValueError: such a key; the message names the option meant.
+    """
+    ours, theirs, peers = (
+        (OUTPUT_KEYS, INPUT_KEYS, PEER_OUTPUT_KEYS) if output else (INPUT_KEYS, OUTPUT_KEYS, PEER_INPUT_KEYS)
+    )
+    side, other = ("output", "input") if output else ("input", "output")
+    where = "AssetIn(metadata=...) / In(metadata=...)" if output else "@asset(metadata=...) / AssetOut / Out"
+    for key in metadata or {}:
+        if not isinstance(key, str) or key in ours or "/" in key or "." in key:
+            continue
+        folded = key.lower()
+        if folded in peers:
+            meant = peers[folded].replace("{key}", folded)
+            problem = f"is another IO manager's name: {meant}"
+        elif key in theirs and key not in (COLUMNS_KEY, VERSION_KEY, PARTITION_BY_KEY):
+            problem = f"is an {other} option, which does nothing on an {side}; put it in the {other}'s {where}"
+        else:
+            close = get_close_matches(folded, ours, n=1, cutoff=0.8)
+            if not close:
+                continue
+            problem = f"is not an option: did you mean {close[0]!r}"
+        raise ValueError(
+            f"{what}: {side} metadata key {key!r} {problem}. The IO manager reads only "
+            f"{', '.join(map(repr, ours))} from {side} metadata (other keys are yours and pass); "
+            "nothing was written or read."
+        )
 
 
 def _raw(value: Any) -> Any:
@@ -95,8 +221,8 @@ def _column_list(value: Any, key: str, what: str, *, allow_empty: bool) -> tuple
     return names
 
 
-def _instant(value: Any, what: str) -> datetime | None:
-    """Metadata ``as_of`` as an aware UTC ``datetime`` (``None`` when absent).
+def _instant(value: Any, what: str, source: str = f"metadata {AS_OF_KEY!r}") -> datetime | None:
+    """Metadata ``as_of`` (or what ``source`` names) as an aware UTC ``datetime`` (``None`` when absent).
 
     ``MetadataValue.timestamp`` holds a float POSIX timestamp; a string is ISO-8601 and must carry its zone.
 
@@ -107,23 +233,23 @@ def _instant(value: Any, what: str) -> datetime | None:
     if value is None:
         return None
     hint = "use MetadataValue.timestamp(...), a POSIX timestamp or an ISO-8601 string with a time zone"
+    if not source.startswith("metadata"):
+        hint = "use an ISO-8601 timestamp with a time zone, e.g. '2026-03-01T12:00:00+00:00'"
     if isinstance(value, bool) or not isinstance(value, (int, float, str, datetime)):
-        raise TypeError(f"{what}: metadata {AS_OF_KEY!r} must name an instant ({hint}), got {value!r}")
+        raise TypeError(f"{what}: {source} must name an instant ({hint}), got {value!r}")
     if isinstance(value, (int, float)):
         try:
             return datetime.fromtimestamp(value, tz=timezone.utc)
         except (ValueError, OverflowError, OSError):
-            raise ValueError(f"{what}: metadata {AS_OF_KEY!r} is not a usable timestamp: {value!r}") from None
+            raise ValueError(f"{what}: {source} is not a usable timestamp: {value!r}") from None
     if isinstance(value, str):
         try:
             value = datetime.fromisoformat(value)
         except ValueError:
-            raise ValueError(
-                f"{what}: metadata {AS_OF_KEY!r} is not an ISO-8601 timestamp ({hint}): {value!r}"
-            ) from None
+            raise ValueError(f"{what}: {source} is not an ISO-8601 timestamp ({hint}): {value!r}") from None
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(
-            f"{what}: metadata {AS_OF_KEY!r} {value.isoformat()} has no time zone, so it names no instant; "
+            f"{what}: {source} {value.isoformat()} has no time zone, so it names no instant; "
             "add one, e.g. '+00:00' for UTC"
         )
     return value.astimezone(timezone.utc)
@@ -167,18 +293,20 @@ class WriteOptions:
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> WriteOptions:
-        """Parse and check the write options in ``metadata``; other keys are ignored.
+        """Parse and check the write options in ``metadata``; the user's own keys are ignored.
 
         Args:
             metadata: the output's definition metadata.
             what: how error messages name the output, e.g. ``"asset sales/events"``.
 
         Raises:
-            ValueError: an unknown ``write_mode`` or ``merge_strategy`` (the message lists the
+            ValueError: a key :func:`check_option_keys` refuses (a misspelt option, another IO manager's
+                name for one); an unknown ``write_mode`` or ``merge_strategy`` (the message lists the
                 allowed ones), ``"merge"`` without ``key_columns``, an option given with a
                 write mode it does not apply to, an empty or repeating column list.
             TypeError: a value of the wrong type (e.g. ``key_columns="id"`` instead of ``["id"]``).
         """
+        check_option_keys(metadata, output=True, what=what)
         md = {k: _raw(v) for k, v in (metadata or {}).items()}
         mode = md.get(WRITE_MODE_KEY, WRITE_MODES[0])
         if not isinstance(mode, str) or mode not in WRITE_MODES:
@@ -247,6 +375,7 @@ class ReadOptions:
         version: the dataset version to load, or ``None`` for the latest.
         as_of: load the version live at this instant (an aware ``datetime``), or ``None``.
         allow_missing_partitions: skip upstream partitions that were never written.
+        as_of_from_run: :attr:`as_of` comes from the run tag :data:`AS_OF_TAG`, not the input's metadata.
     """
 
     columns: list[str] | None = None
@@ -254,10 +383,22 @@ class ReadOptions:
     version: int | None = None
     allow_missing_partitions: bool = False
     as_of: datetime | None = None
+    as_of_from_run: bool = False
+
+    @property
+    def as_of_source(self) -> str:
+        """What set :attr:`as_of`, for messages: ``"metadata 'as_of'"`` or the run tag."""
+        return f"run tag {AS_OF_TAG!r}" if self.as_of_from_run else f"metadata {AS_OF_KEY!r}"
+
+    def with_run_as_of(self, instant: datetime | None) -> ReadOptions:
+        """These options, loading as of the run tag's ``instant`` when they set neither ``version`` nor ``as_of``."""
+        if instant is None or self.version is not None or self.as_of is not None:
+            return self
+        return replace(self, as_of=instant, as_of_from_run=True)
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None, what: str) -> ReadOptions:
-        """Parse and check the read options in ``metadata``; other keys are ignored.
+        """Parse and check the read options in ``metadata``; the user's own keys are ignored.
 
         The shape of ``filters`` is checked here; its columns, operators and
         literals are checked against the dataset's schema when it is read.
@@ -270,9 +411,11 @@ class ReadOptions:
             TypeError: ``columns`` is not a list of strings, ``filters`` is not a list,
                 ``version`` is not an int, ``allow_missing_partitions`` is not a bool, ``as_of``
                 is neither a timestamp nor a string.
-            ValueError: ``version`` is not positive; ``as_of`` is not ISO-8601, has no time zone,
-                or is given with ``version``.
+            ValueError: a key :func:`check_option_keys` refuses (``filter``, ``partition_filters``, a
+                misspelt option); ``version`` is not positive; ``as_of`` is not ISO-8601, has no time
+                zone, or is given with ``version``.
         """
+        check_option_keys(metadata, output=False, what=what)
         md = {k: _raw(v) for k, v in (metadata or {}).items()}
         columns = md.get(COLUMNS_KEY)
         if columns is not None:

@@ -10,6 +10,7 @@ They are nested into :class:`~dagster_parquet_dataset.dagster_io.RemoteStoreIOMa
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import ClassVar
 
@@ -202,3 +203,32 @@ class InMemoryStoreResource(StoreResource):
         """Forget every dataset of this ``namespace`` (the next call gets an empty store)."""
         with _MEMORY_LOCK:
             _MEMORY_STORES.pop(self.namespace, None)
+
+
+def store_resource_for(base_dir: str) -> StoreResource:
+    """The store resource for ``RemoteStoreIOManager(base_dir=...)``: ``s3://bucket/prefix`` gives an
+    :class:`S3StoreResource` (the endpoint from ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` when set,
+    region and credentials from the standard AWS settings), anything else a :class:`LocalStoreResource`
+    on that folder.
+
+    Raises:
+        ValueError: an empty value, an ``s3://`` URL without a bucket, or another URL scheme (``gs://``,
+            ``https://``, ...), which no store here serves.
+    """
+    if not base_dir:
+        raise ValueError("RemoteStoreIOManager.base_dir must be a folder path or an s3://bucket/prefix URL, got ''")
+    scheme, sep, rest = base_dir.partition("://")
+    if not sep:
+        return LocalStoreResource(root=base_dir)
+    if scheme.lower() in ("s3", "s3a"):
+        bucket, _, prefix = rest.partition("/")
+        if not bucket:
+            raise ValueError(f"RemoteStoreIOManager.base_dir {base_dir!r} names no bucket: use s3://bucket/prefix")
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL") or None
+        return S3StoreResource(bucket=bucket, prefix=prefix.strip("/"), endpoint_url=endpoint)
+    if scheme.lower() == "file":
+        return LocalStoreResource(root=rest)
+    raise ValueError(
+        f"RemoteStoreIOManager.base_dir {base_dir!r}: {scheme}:// is not a supported store; use a local folder, "
+        "an s3://bucket/prefix URL, or store=S3StoreResource(...) for an S3-compatible server"
+    )

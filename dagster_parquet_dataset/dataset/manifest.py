@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -269,7 +269,7 @@ class DatasetManifest:
     on first use)."""
     added: tuple[FileEntry, ...] = field(default=(), compare=False, repr=False)
     """Format 2: entries on top of ``segments`` held in the root itself (its ``files`` key, at most
-    ``format.segments.INLINE_ENTRIES``). An operation that only adds files builds its manifest with the
+    ``format.segments.fits_inline``'s budget). An operation that only adds files builds its manifest with the
     live ``segments`` and ``added`` = the live inline entries plus its own, without loading ``files``;
     the commit moves them into a new segment when there are too many."""
 
@@ -499,7 +499,7 @@ class DatasetManifest:
             if not isinstance(arrow_schema, str):
                 raise ManifestCorrupted("manifest arrow_schema should be a base64 string", reason="bad arrow_schema")
             try:
-                decoded = pa.ipc.read_schema(pa.py_buffer(base64.b64decode(arrow_schema, validate=True)))
+                decoded = _decode_schema(arrow_schema)
             except Exception as exc:
                 raise ManifestCorrupted(
                     f"manifest arrow_schema does not decode: {exc}", reason="bad arrow_schema"
@@ -529,6 +529,16 @@ class DatasetManifest:
         if decoded is not None:
             manifest.__dict__["schema"] = decoded  # the cached_property's slot: decoded once, while validating
         return manifest
+
+
+@lru_cache(maxsize=256)
+def _decode_schema(encoded: str) -> pa.Schema:
+    """The Arrow schema of a manifest's ``arrow_schema`` (remembered: 365 partition datasets share one).
+
+    Raises:
+        binascii.Error / pa.ArrowInvalid: ``encoded`` is not base64 of an Arrow IPC schema.
+    """
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(encoded, validate=True)))
 
 
 def _segment_refs(raw: dict[str, Any], format_version: int, parts: int, inline: int) -> tuple[SegmentRef, ...]:

@@ -193,8 +193,9 @@ class CountingLocalStoreResource(StoreResource):
 
 
 def test_requests_an_as_of_input_adds(tmp_path: Any, instance: dg.DagsterInstance) -> None:
-    """Measured through ``load_input``: ``as_of`` adds the live manifest (``_SUCCESS`` check + GET) and one
-    GET per version committed after the one it loads, over the same input with ``version``."""
+    """Measured through ``load_input``: ``as_of`` adds the live manifest (one GET: it proves its commit, no
+    ``_SUCCESS`` check) and one GET per version committed after the one it loads, over the same input with
+    ``version``."""
     root = str(tmp_path / "store")
     io = RemoteStoreIOManager(store=CountingLocalStoreResource(root=root), retain_versions=None)
     times = _materialize_three(io, ParquetDatasetStore(LocalStore(root)), instance)
@@ -215,7 +216,7 @@ def test_requests_an_as_of_input_adds(tmp_path: Any, instance: dg.DagsterInstanc
         by_time.subtract(calls({"version": version}))
         added[version] = {op: n for op, n in by_time.items() if n}
     assert added == {
-        3: {"exists": 1, "read_bytes": 1},
-        2: {"exists": 1, "read_bytes": 2},
-        1: {"exists": 1, "read_bytes": 3},
+        3: {"read_bytes": 1},
+        2: {"read_bytes": 2},
+        1: {"read_bytes": 3},
     }

@@ -213,9 +213,11 @@ def test_eager_types_equal_per_partition_reads_with_missing_partitions(
     assert read(datasets, "lenient_table").equals(expected)
     assert _same(read(datasets, "lenient_polars"), expected)
     assert _same(read(datasets, "lenient_lazyframe"), _expected(datasets, present))
-    # Each partition keeps its own 0..n-1 index, as pandas.concat of per-partition frames gives.
+    # The partitions' frames under one fresh RangeIndex (issue 30), as pandas.concat(..., ignore_index=True) gives.
     frames = [datasets.read_dataset(f"up/{d}", filters=LENIENT["filters"]).to_pandas() for d in present]
-    pd.testing.assert_frame_equal(datasets.read_dataset("lenient_pandas").to_pandas(), pd.concat(frames))
+    pd.testing.assert_frame_equal(
+        datasets.read_dataset("lenient_pandas").to_pandas(), pd.concat(frames, ignore_index=True)
+    )
 
 
 @dg.asset

@@ -24,7 +24,7 @@ def commit_segments(
     ``new`` built on ``segments`` + ``added`` (an operation that only adds files) inherits those
     segments; ``new`` built from a full ``files`` list inherits ``current``'s segments when most of
     its entries are unchanged there, and keeps only the new or changed entries. Those go inline
-    while there are at most ``INLINE_ENTRIES``, else into a new segment. Older formats: ``((), ())``.
+    while they fit the root's budget (``fits_inline``), else into a new segment. Older formats: ``((), ())``.
 
     Raises:
         ManifestCorrupted: a segment to merge is missing or damaged.
@@ -46,6 +46,6 @@ def commit_segments(
     if base and dead > max(live, segments.MIN_DEAD):  # consolidate: one segment (or none) of the live entries
         whole = live_rows(segments_table(store, key, base, entries_table(changed, new.schema)), new.parts, key)
         base, changed = (), table_entries(whole)
-    if len(changed) <= segments.INLINE_ENTRIES:
+    if segments.fits_inline(changed):
         return base, tuple(changed)
     return plan_segments(store, key, base, entries_table(changed, new.schema), new.parts, name, record), ()

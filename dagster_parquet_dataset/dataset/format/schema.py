@@ -205,7 +205,13 @@ def evolve_schema(
         if stored_in is not None and field.name not in partition_by:
             stored = stored_in.field(field.name).type
         if not _compatible(field.type, want, stored):
-            problems.append(f"column {field.name!r} is {field.type} but the dataset has {want}")
+            hint = ""
+            if pat.is_floating(field.type) and pat.is_integer(want):
+                hint = (
+                    " (a pandas integer column with missing values turns float; keep it integer with the "
+                    f"nullable 'Int64' dtype, e.g. df[{field.name!r}] = df[{field.name!r}].astype('Int64'))"
+                )
+            problems.append(f"column {field.name!r} is {field.type} but the dataset has {want}{hint}")
     new = [f for f in incoming if dataset.get_field_index(f.name) < 0]
     if new and not allow_new_columns:
         problems.append(f"new columns {[f.name for f in new]} (pass allow_new_columns=True to add them)")

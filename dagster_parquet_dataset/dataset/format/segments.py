@@ -37,9 +37,12 @@ SEGMENTS_DIR = "_segments"
 #: Trailing segments are merged while the one before the last holds at most this many times the last's rows.
 _MERGE_RATIO = 2
 MIN_DEAD = 64
-#: Entries a root manifest holds itself (its ``files``) before they move into a segment: a small
-#: dataset stays one ``manifest.json``, and an append to a large one writes a segment every few commits.
-INLINE_ENTRIES = 32
+#: Bytes of entry JSON a root manifest holds itself (its ``files``) before they move into a segment:
+#: a small dataset (up to a few hundred files with statistics) stays one ``manifest.json``, so a read
+#: needs no segment, and an append to a large one writes a segment every few dozen commits.
+INLINE_BYTES = 256 * 1024
+#: At most this many entries inline, however small (each becomes an object when the root is parsed).
+INLINE_ENTRIES = 1024
 
 _ENTRY_SCHEMA = pa.schema(
     [
@@ -119,6 +122,19 @@ def entries_table(entries: Sequence[Any], schema: pa.Schema | None = None) -> pa
         for name, array in pruning_columns(entries, schema).items():
             table = table.append_column(name, array)
     return table
+
+
+def fits_inline(entries: Sequence[Any]) -> bool:
+    """Whether ``entries`` (``FileEntry`` objects) may stay in the root's ``files``: at most
+    ``INLINE_ENTRIES`` of them, whose JSON (as the root writes it) totals at most ``INLINE_BYTES``."""
+    if len(entries) > INLINE_ENTRIES:
+        return False
+    total = 0
+    for entry in entries:
+        total += len(json.dumps(entry.to_dict(), ensure_ascii=False, allow_nan=True)) + 2
+        if total > INLINE_BYTES:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------- reading

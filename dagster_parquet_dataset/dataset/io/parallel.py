@@ -2,18 +2,75 @@
 
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any, TypeVar
 
 _MAX_IO_THREADS = 16
+#: Threads of the shared I/O pool (:func:`parallel_map` callers ask for at most this many at once).
+POOL_THREADS = 32
 T = TypeVar("T")
 R = TypeVar("R")
 
+_pool: ThreadPoolExecutor | None = None
+_pool_pid = 0
+_pool_lock = threading.Lock()
+_worker = threading.local()
 
-def parallel_map(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-    """``[fn(x) for x in items]`` on I/O threads (inline for a single item)."""
+
+def _mark_worker() -> None:
+    _worker.active = True
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """The process's I/O pool, created on first use (and again in a forked child, whose copy has no threads)."""
+    global _pool, _pool_pid
+    with _pool_lock:
+        if _pool is None or _pool_pid != os.getpid():
+            _pool = ThreadPoolExecutor(POOL_THREADS, thread_name_prefix="pds-io", initializer=_mark_worker)
+            _pool_pid = os.getpid()
+        return _pool
+
+
+def parallel_map(fn: Callable[[T], R], items: Sequence[T], threads: int = _MAX_IO_THREADS) -> list[R]:
+    """``[fn(x) for x in items]`` on I/O threads, at most ``threads`` at once (inline for a single item).
+
+    The threads come from one pool per process, started on first use (365 manifest reads need
+    not start 32 threads each time). A call from one of its own threads (a read inside a
+    parallel read) gets a pool of its own, so that it never waits for threads busy waiting on it.
+
+    Raises:
+        The first exception (in the order of ``items``) that ``fn`` raised, once the calls
+        already started have finished; no more calls start after a failure.
+    """
     if len(items) <= 1:
         return [fn(item) for item in items]
-    with ThreadPoolExecutor(max_workers=min(_MAX_IO_THREADS, len(items)), thread_name_prefix="pds-read") as pool:
-        return list(pool.map(fn, items))
+    threads = max(1, min(threads, POOL_THREADS, len(items)))
+    if getattr(_worker, "active", False):
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pds-read") as own:
+            return list(own.map(fn, items))
+    pool = _shared_pool()
+    results: list[Any] = [None] * len(items)
+    errors: dict[int, BaseException] = {}
+    pending: dict[Future[R], int] = {}
+    queue = iter(range(len(items)))
+    for index in itertools.islice(queue, threads):
+        pending[pool.submit(fn, items[index])] = index
+    while pending:
+        done, _ = wait(pending, return_when=FIRST_COMPLETED)
+        for future in done:
+            index = pending.pop(future)
+            error = future.exception()
+            if error is not None:
+                errors[index] = error
+            else:
+                results[index] = future.result()
+            following = None if errors else next(queue, None)
+            if following is not None:
+                pending[pool.submit(fn, items[following])] = following
+    if errors:
+        raise errors[min(errors)]
+    return results

@@ -11,6 +11,7 @@ partition columns back.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -62,8 +63,11 @@ def check_columns(columns: Sequence[str] | None, schema: pa.Schema, dataset_key:
         raise TypeError(f"column names must be strings, got {not_names[0]!r}")
     unknown = [c for c in cols if schema.get_field_index(c) < 0]
     if unknown:
+        close = difflib.get_close_matches(unknown[0], schema.names, n=1, cutoff=0.6)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
         raise ValueError(
-            f"dataset {dataset_key!r} has no column {', '.join(map(repr, unknown))}; its columns are {schema.names}"
+            f"dataset {dataset_key!r} has no column {', '.join(map(repr, unknown))}{meant}; its columns are "
+            f"{', '.join(schema.names)}"
         )
     return cols
 

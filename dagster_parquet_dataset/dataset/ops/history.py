@@ -21,6 +21,17 @@ def read_manifest(store: Store, key: str, *, version: int | None = None) -> Data
     live = _parse(store, key, MANIFEST_NAME)
     if is_tombstone(live):
         raise DatasetNotFound(f"dataset {key!r} does not exist (it is being deleted)")
+    return version_from_live(store, key, live, version)
+
+
+def version_from_live(store: Store, key: str, live: DatasetManifest, version: int | None) -> DatasetManifest:
+    """Version ``version`` of ``key`` (``None``: the latest), given its live manifest ``live`` (read already).
+
+    Raises:
+        NotFound: ``version`` is newer than the latest.
+        VersionNotRetained: ``version`` is older than the latest and no longer kept.
+        ManifestCorrupted: the retained version's manifest cannot be parsed or is invalid.
+    """
     if version is None or version == live.version:
         return live
     check_positive("version", version)

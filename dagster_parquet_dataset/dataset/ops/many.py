@@ -2,34 +2,24 @@
 
 An input over 365 daily partitions, ``scan_datasets`` or Spark's
 ``read_spark_datasets`` needs the committed manifest of every dataset before
-it reads data. Each is one ``GET`` of ``manifest.json``, on a bounded pool of
-threads, and nothing more when the manifest proves its own commit:
-
-- a manifest this package wrote carries its write token (``txn``), and the
-  compare-and-swap that put it there *is* the commit (the rule
-  ``repair_success`` relies on), so it is committed whether or not its
-  ``_SUCCESS`` has been written yet;
-- a manifest without a token (a Spec 042-only writer) is committed only with
-  ``_SUCCESS`` (PDS-003): one more existence check, for those datasets only.
-
-Anything else (no manifest, a corrupt one, a delete's tombstone, a Spec-only
-manifest without ``_SUCCESS``) goes through the single-dataset path
-(``committed_manifest``), so the error is the one ``read_dataset`` raises.
-Unlike that path, this one never writes: a missing ``_SUCCESS`` of a committed
-manifest is left for the next single-dataset read or commit to repair.
+it reads data. Each is read as a single-dataset read reads it
+(``committed_manifest``): one ``GET`` of ``manifest.json``, and nothing more
+when the manifest proves its own commit (it carries its write token; a Spec
+042-only manifest also needs its ``_SUCCESS``: one more existence check, for
+those datasets only), on a bounded pool of threads. Anything else (no manifest,
+a corrupt one, a delete's tombstone, a Spec-only manifest without ``_SUCCESS``)
+raises what ``read_dataset`` raises, recorded per dataset.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...errors import DatasetIncomplete, ManifestCorrupted, NotFound, RemoteStoreError
 from ...storage.base import Store
-from ..commit.transaction import is_tombstone
-from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
+from ..io.parallel import parallel_map
 from ..manifest import DatasetManifest
 from .read import committed_manifest
 
@@ -83,29 +73,13 @@ class CommittedManifests:
         return CommittedManifests(self.keys, {**self.found, key: manifest}, failed)
 
 
-def _proven(store: Store, key: str) -> DatasetManifest | None:
-    """The live manifest of ``key`` if it proves it is committed (see the module docstring), else ``None``."""
-    try:
-        raw = store.read_bytes(f"{key}/{MANIFEST_NAME}")
-    except NotFound:
-        return None
-    try:
-        manifest = DatasetManifest.from_json(raw, store, key)
-    except ManifestCorrupted:
-        return None
-    if manifest.txn is None and not store.exists(f"{key}/{SUCCESS_NAME}"):
-        return None
-    return None if is_tombstone(manifest) else manifest
-
-
 def committed_root(store: Store, key: str) -> DatasetManifest:
     """The latest committed manifest of ``key``: one ``GET`` when it proves its commit.
 
     Raises:
         DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as ``read_dataset``.
     """
-    manifest = _proven(store, key)
-    return manifest if manifest is not None else committed_manifest(store, key)
+    return committed_manifest(store, key)
 
 
 def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREADS) -> CommittedManifests:
@@ -125,11 +99,7 @@ def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREAD
             return exc
 
     keys = tuple(keys)
-    if len(keys) <= 1:
-        results = [one(k) for k in keys]
-    else:
-        with ThreadPoolExecutor(max_workers=min(threads, len(keys)), thread_name_prefix="pds-roots") as pool:
-            results = list(pool.map(one, keys))
+    results = parallel_map(one, keys, threads)
     found = {k: r for k, r in zip(keys, results, strict=True) if isinstance(r, DatasetManifest)}
     failed = {k: r for k, r in zip(keys, results, strict=True) if not isinstance(r, DatasetManifest)}
     return CommittedManifests(keys, found, failed)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from ...errors import DatasetIncomplete, DatasetNotFound, NotFound
+from ...errors import DatasetIncomplete, DatasetNotFound, ManifestCorrupted, NotFound
 from ...storage.base import Capability, Store, validate_key
 from ..commit.transaction import is_tombstone, read_current, read_raw, repair_success
 from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
@@ -18,7 +18,7 @@ from ..io.parallel import parallel_map
 from ..io.part_check import PartsVanished
 from ..io.read_parts import ReadPlan, plan, read_parts
 from ..manifest import DatasetManifest
-from .history import read_manifest
+from .history import read_manifest, version_from_live
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
@@ -26,12 +26,43 @@ if TYPE_CHECKING:
 _READ_ATTEMPTS = 10
 
 
+def proven_manifest(store: Store, key: str) -> DatasetManifest | None:
+    """The live manifest of ``key`` if it proves it is committed, else ``None``: one ``GET``.
+
+    A manifest this package wrote carries its write token (``txn``), and the
+    compare-and-swap that put it there *is* the commit (the rule
+    ``repair_success`` relies on), so it is committed whether or not its
+    ``_SUCCESS`` has been written yet. A manifest without a token (a Spec
+    042-only writer) is committed only with ``_SUCCESS`` (PDS-003): one more
+    existence check. No manifest, a corrupt one or a delete's tombstone: ``None``
+    (the caller's slower path says which error it is).
+    """
+    try:
+        raw = store.read_bytes(f"{key}/{MANIFEST_NAME}")
+    except NotFound:
+        return None
+    try:
+        manifest = DatasetManifest.from_json(raw, store, key)
+    except ManifestCorrupted:
+        return None
+    if manifest.txn is None and not store.exists(f"{key}/{SUCCESS_NAME}"):
+        return None
+    return None if is_tombstone(manifest) else manifest
+
+
 def committed_manifest(store: Store, key: str, version: int | None = None) -> DatasetManifest:
-    """The manifest of a committed dataset (``_SUCCESS`` present, or repaired).
+    """The manifest of a committed dataset: one ``GET`` of ``manifest.json`` when it proves its
+    commit (:func:`proven_manifest`), else with ``_SUCCESS`` present (or repaired).
+
+    A missing ``_SUCCESS`` of a manifest that proves its commit is not looked for here (that
+    would cost a request on every read): ``dataset_exists`` and the next commit write it.
 
     Raises:
         DatasetNotFound / DatasetIncomplete / NotFound / ManifestCorrupted: as :meth:`ParquetDatasetStore.read_dataset`.
     """
+    live = proven_manifest(store, key)
+    if live is not None:
+        return version_from_live(store, key, live, version)
     if not store.exists(f"{key}/{SUCCESS_NAME}"):
         if store.exists(f"{key}/{MANIFEST_NAME}"):
             if repair_success(store, key) is not None:

@@ -1,0 +1,74 @@
+"""The CLI on a partitioned asset and on op outputs (issue 30 points 3 and 6): ``head``, ``history`` and
+``plan`` on an asset name its partitions; ``ls`` shows short run ids, narrow lines, and op outputs last."""
+
+from __future__ import annotations
+
+import uuid
+
+import pyarrow as pa
+
+from ._cli import Target, one_line_error
+
+DAYS = [f"2024-06-0{d}" for d in range(1, 6)]
+
+
+def _populate(local: Target) -> dict[str, str]:
+    """Asset ``orders`` with 5 daily partitions, an unpartitioned asset and two op outputs, written by
+    Dagster-like runs (36-character run ids); the run id of each key."""
+    runs: dict[str, str] = {}
+    for day in DAYS:
+        runs[f"orders/{day}"] = str(uuid.uuid4())
+        local.ds.write_dataset(
+            pa.table({"id": [1, 2]}),
+            f"orders/{day}",
+            run_id=runs[f"orders/{day}"],
+            metadata={"dagster.asset_key": "orders", "dagster.partition_key": day},
+        )
+    runs["customers"] = str(uuid.uuid4())
+    local.ds.write_dataset(
+        pa.table({"id": [1]}), "customers", run_id=runs["customers"], metadata={"dagster.asset_key": "customers"}
+    )
+    for _ in range(2):
+        run = str(uuid.uuid4())
+        runs[f"{run}/clean/result"] = run
+        local.ds.write_dataset(
+            pa.table({"x": [1]}),
+            f"{run}/clean/result",
+            run_id=run,
+            metadata={"dagster.step_key": "clean", "dagster.output_name": "result"},
+        )
+    return runs
+
+
+def test_head_history_and_plan_on_an_asset_name_its_partitions(local: Target) -> None:
+    _populate(local)
+    for command in ("head", "history", "plan"):
+        result = local.cli(command, "orders")
+        assert result.returncode == 1
+        message = one_line_error(result)
+        assert "'orders' is an asset with 5 partitions, each its own dataset" in message
+        assert f"'{command} orders/2024-06-05'" in message and "'show orders'" in message
+        assert local.cli(command, "orders/2024-06-05").returncode == 0
+
+
+def test_a_folder_of_several_assets_is_named_as_such(local: Target) -> None:
+    _populate(local)
+    local.ds.write_dataset(pa.table({"id": [1]}), "marts/a")
+    local.ds.write_dataset(pa.table({"id": [1]}), "marts/b")
+    message = one_line_error(local.cli("history", "marts"))
+    assert "'marts' is a folder with 2 datasets" in message and "'history marts/b'" in message
+
+
+def test_ls_shows_short_run_ids_narrow_lines_and_op_outputs_last(local: Target) -> None:
+    runs = _populate(local)
+    for args in (["ls"], ["ls", "--datasets"]):
+        result = local.cli(*args)
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        assert max(len(line) for line in lines) < 120, result.stdout
+        assert not any(run in result.stdout for key, run in runs.items() if run not in key)
+    lines = local.cli("ls").stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:-1]] == ["customers", "orders", "(op"]
+    orders = next(line for line in lines if line.startswith("orders "))
+    newest = runs[f"orders/{DAYS[-1]}"]
+    assert f" {newest[:8]} " in orders

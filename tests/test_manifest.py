@@ -92,3 +92,17 @@ def test_each_missing_spec_field_is_reported(field: str) -> None:
     with pytest.raises(ManifestCorrupted, match=field) as info:
         DatasetManifest.from_json(json.dumps(raw))
     assert info.value.reason == f"missing {field}"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], ["day=2026-01-01/part-00000.parquet", "a b.parquet"], ['q"uote', "tab\tx", "é", "del\x7f"]],
+)
+def test_a_long_parts_list_is_written_exactly_as_json_dumps_writes_it(extra: list[str]) -> None:
+    """to_json renders a long ``parts`` with orjson: the bytes stay json.dumps(sort_keys, indent=2)'s, whatever
+    the names hold, and a metadata value that looks like the placeholder changes nothing."""
+    parts = [f"part-{i:05d}-3f9c0a1b2c3d4e5f.parquet" for i in range(3_000)] + extra
+    raw = {**SPEC, "parts": parts, "metadata": {"k": "\x00parts\x00", "j": '\n  "parts": "\\u0000parts\\u0000"'}}
+    manifest = DatasetManifest.from_json(json.dumps(raw))
+    assert manifest.to_json() == json.dumps(manifest.to_dict(), sort_keys=True, indent=2, ensure_ascii=False)
+    assert DatasetManifest.from_json(manifest.to_json()) == manifest

@@ -192,3 +192,115 @@ def test_external_append_whose_parts_a_delete_took_commits_nothing(store: Store)
     with pytest.raises(DatasetIncomplete, match=name):
         ds.commit_append(pending, [entry])
     assert ds.read_dataset("t").column("v").to_pylist() == ["x", "y"]
+
+
+# -------------------------------------------------- readers see a delete from its first step on (issue 26, #9)
+
+_MUTATING = ("delete", "write_if", "write_bytes", "delete_folder")
+
+
+class _AfterFirstDeleteStep(WrappingStore):
+    """Runs ``probe`` once, right after the first call of a ``delete_dataset`` that changes the store."""
+
+    def __init__(self, inner: Store, probe: object) -> None:
+        super().__init__(inner)
+        self.probe = probe
+        self.fired_after: tuple[str, str] | None = None
+
+    def _after(self, op: str, path: str) -> None:
+        if self.fired_after is None:
+            self.fired_after = (op, path)
+            self.probe()  # type: ignore[operator]
+
+    def delete(self, path: str, *, missing_ok: bool = False) -> None:
+        super().delete(path, missing_ok=missing_ok)
+        self._after("delete", path)
+
+    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+        token = super().write_if(path, data, expected=expected)
+        self._after("write_if", path)
+        return token
+
+
+def test_a_read_after_the_first_step_of_a_delete_finds_nothing(store: Store) -> None:
+    ds = ParquetDatasetStore(store)
+    ds.write_dataset(OLD, "t")
+    seen: list[object] = []
+
+    def probe() -> None:
+        try:
+            seen.append(ParquetDatasetStore(store).read_dataset("t").num_rows)
+        except DatasetNotFound as exc:
+            seen.append(exc)
+        seen.append(ParquetDatasetStore(store).dataset_exists("t"))
+
+    wrapped = _AfterFirstDeleteStep(store, probe)
+    ParquetDatasetStore(wrapped).delete_dataset("t")
+    assert wrapped.fired_after is not None
+    assert isinstance(seen[0], DatasetNotFound), (wrapped.fired_after, seen)
+    assert seen[1] is False
+    _absent(store, "t")
+    assert list(store.list_files("t")) == []
+
+
+class _CrashAtMutation(WrappingStore):
+    def __init__(self, inner: Store, at: int) -> None:
+        super().__init__(inner)
+        self.at = at
+        self.seen = 0
+
+    def _before(self, op: str, path: str) -> None:
+        super()._before(op, path)
+        if op in _MUTATING:
+            self.seen += 1
+            if self.seen >= self.at:
+                raise InjectedCrash(f"crash at {op} {path}")
+
+
+@pytest.mark.parametrize("at", [2, 3])
+def test_a_delete_interrupted_after_its_first_step_leaves_the_dataset_absent(store: Store, at: int) -> None:
+    ds = ParquetDatasetStore(store)
+    ds.write_dataset(OLD, "t")
+    with pytest.raises(InjectedCrash):
+        ParquetDatasetStore(_CrashAtMutation(store, at)).delete_dataset("t")
+    _absent(store, "t")
+    _absent(store, "t")  # the first read repaired nothing
+    assert ds.list_datasets() == []
+    ds.write_dataset(NEW, "t")  # a create replaces the dead delete's tombstone
+    assert ds.read_dataset("t").column("v").to_pylist() == ["x", "y"]
+
+
+class _PublishBeforeTheLastCheck(WrappingStore):
+    """A writer publishes a part into the folder after the delete removed the files it listed, right
+    before the delete's last listing (issue 26, #11: what the user sees, as docs/guarantees.md says)."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.deleted_part = self.fired = False
+
+    def _before(self, op: str, path: str) -> None:
+        super()._before(op, path)
+        if op == "delete" and path.endswith(".parquet"):
+            self.deleted_part = True
+        if op == "list_files" and path == "t" and self.deleted_part and not self.fired:
+            self.fired = True
+            with self.inner.open_output("t/part-late.parquet") as sink:
+                pq.write_table(NEW, sink)
+
+
+def test_a_part_published_during_the_delete_reads_incomplete_until_written_or_deleted(store: Store) -> None:
+    ds = ParquetDatasetStore(store)
+    ds.write_dataset(OLD, "t")
+    wrapped = _PublishBeforeTheLastCheck(store)
+    ParquetDatasetStore(wrapped).delete_dataset("t")
+    assert wrapped.fired
+    assert [f.path for f in store.list_files("t")] == ["t/part-late.parquet"]  # only the writer's part
+    with pytest.raises(DatasetIncomplete, match="has files but no _SUCCESS"):
+        ds.read_dataset("t")
+    assert not ds.dataset_exists("t")
+    assert ds.list_datasets() == []
+    ds.write_dataset(NEW, "t")  # a new write of the key succeeds; the stray part is in no manifest
+    assert ds.read_dataset("t").column("v").to_pylist() == ["x", "y"]
+    ds.delete_dataset("t")  # and a delete removes everything
+    assert list(store.list_files("t")) == []
+    _absent(store, "t")

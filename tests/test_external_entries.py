@@ -114,6 +114,17 @@ def _partition_values(values: object) -> Callable[[Store, ParquetDatasetStore, _
     return make
 
 
+def _in_folder(folder: str, value: int) -> Callable[[Store, ParquetDatasetStore, _Begun, tuple[str, ...]], FileEntry]:
+    """A part of partition ``p = value`` written into ``folder`` (issue 26, #5: a Hive reader reads the folder)."""
+
+    def make(store: Store, ds: ParquetDatasetStore, begun: _Begun, by: tuple[str, ...]) -> FileEntry:
+        relative = f"{folder}/{begun.name(0)}" if folder else begun.name(0)
+        table = NEW.set_column(2, "p", pa.array([value] * NEW.num_rows, pa.int64()))
+        return write_part(store, KEY, relative, table, SCHEMA, by, [value])
+
+    return make
+
+
 COMMON = {
     "live-part": _live_part,
     "missing-file": _missing_file,
@@ -127,6 +138,10 @@ PARTITIONED_ONLY = {
     "partition-value-unknown-column": _partition_values({"q": 1}),
     "partition-value-list": _partition_values({"p": [1]}),
     "partition-value-extra-key": _partition_values({"p": 1, "q": 2}),
+    "folder-of-another-value": _in_folder("p=1", 2),
+    "folder-at-the-root": _in_folder("", 1),
+    "folder-of-another-column": _in_folder("q=1", 1),
+    "folder-one-level-too-deep": _in_folder("p=1/q=z", 1),
 }
 KINDS = ("commit_append", "commit_merge", "commit_write")
 CASES = [(name, False) for name in COMMON] + [(name, True) for name in [*COMMON, *PARTITIONED_ONLY]]

@@ -8,6 +8,7 @@ import pytest
 from dagster_parquet_dataset import ParquetDatasetStore, Store
 from dagster_parquet_dataset.dataset import DatasetManifest
 from dagster_parquet_dataset.errors import ManifestCorrupted
+from tests._stores import InjectedCrash, WrappingStore
 
 
 def table(ids: list[int], label: str = "a") -> pa.Table:
@@ -86,3 +87,34 @@ def test_a_bad_idempotency_window_is_refused() -> None:
     assert DatasetManifest.from_json(text).idempotency == (("k", "c", "x"),)
     with pytest.raises(ManifestCorrupted, match="idempotency"):
         DatasetManifest.from_json(text.replace('"content": "c"', '"content": 3'))
+
+
+class _DieBeforeSuccess(WrappingStore):
+    """Raises at the first ``_SUCCESS`` write: the append committed, then its process died."""
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        if path.endswith("/_SUCCESS"):
+            raise InjectedCrash(f"died before writing {path}")
+        super().write_bytes(path, data)
+
+
+def test_a_recognised_retry_of_the_append_that_created_the_dataset_writes_its_success(store: Store) -> None:
+    """Issue 26, #8: the retry writes the ``_SUCCESS`` the first attempt never wrote (a Spec 042 reader
+    needs it), and the earlier attempt's version is known from its token even after others committed."""
+    with pytest.raises(InjectedCrash):
+        ParquetDatasetStore(_DieBeforeSuccess(store)).append_dataset(table([1, 2]), "t", idempotency_key="k")
+    assert not store.exists("t/_SUCCESS")
+    ds = ParquetDatasetStore(store)
+    raw = DatasetManifest.from_json(store.read_bytes("t/manifest.json"))
+    assert raw.version == 1
+    again = ds.append_dataset(table([1, 2]), "t", idempotency_key="k")
+    assert again.version == 1 and again.txn == raw.txn  # recognised: nothing committed again
+    assert store.exists("t/_SUCCESS")
+    assert parquet_files(store, "t") == sorted(f"t/{p}" for p in raw.parts)
+    ds.append_dataset(table([5]), "t")  # another writer moves the dataset on
+    ds.append_dataset(table([6]), "t")
+    live = ds.append_dataset(table([1, 2]), "t", idempotency_key="k")
+    assert live.version == 3  # the live version is returned ...
+    assert live.version_of(raw.txn) == 1  # ... and the earlier attempt's version is found from its token
+    assert live.version_of("not-a-token") is None
+    assert sorted(ds.read_dataset("t").column("id").to_pylist()) == [1, 2, 5, 6]

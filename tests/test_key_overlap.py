@@ -16,7 +16,15 @@ import pytest
 from dagster_parquet_dataset import ParquetDatasetStore, Store
 from tests._stores import WrappingStore
 
-RESERVED = ["_versions", "manifest.json", "_SUCCESS", "_claim", "_spark_staging-0123abcd", ".manifest.json.lock"]
+RESERVED = [
+    "_versions",
+    "_segments",
+    "manifest.json",
+    "_SUCCESS",
+    "_claim",
+    "_spark_staging-0123abcd",
+    ".manifest.json.lock",
+]
 
 
 def events(days: list[int], start: int = 0) -> pa.Table:
@@ -132,6 +140,27 @@ def test_retained_versions_are_not_a_dataset_key(store: Store) -> None:
         datasets.vacuum("a/_versions")
     assert snapshot(store, "a") == before
     assert [m.version for m in datasets.history("a")] == [2, 1]
+
+
+def test_segments_are_not_a_dataset_key(store: Store) -> None:
+    """``_segments`` is reserved like ``_versions``: deleting, writing or vacuuming ``a/_segments`` would
+    remove ``a``'s manifest segments (issue 26, #3)."""
+    datasets = ParquetDatasetStore(store, max_rows_per_file=1)
+    datasets.write_dataset(plain(40), "a")  # more than 32 files: the entries live in a segment
+    before = snapshot(store, "a")
+    assert any("/_segments/" in p for p in before)
+    with pytest.raises(ValueError, match=r"uses the name '_segments', inside the folder of 'a'"):
+        datasets.delete_dataset("a/_segments")
+    with pytest.raises(ValueError, match=r"uses the name '_segments', inside the folder of 'a'"):
+        datasets.write_dataset(plain(1), "a/_segments")
+    with pytest.raises(ValueError, match=r"uses the name '_segments'"):
+        datasets.write_dataset(plain(1), "a/_segments", overwrite=True)
+    with pytest.raises(ValueError, match=r"uses the name '_segments'"):
+        datasets.vacuum("a/_segments")
+    with pytest.raises(ValueError, match=r"uses the name '_segments'"):
+        datasets.compact_dataset("a/_segments")
+    assert snapshot(store, "a") == before
+    assert sorted(ParquetDatasetStore(store).read_dataset("a")["id"].to_pylist()) == list(range(40))
 
 
 # ------------------------------------------------------------------- delete, vacuum, compact of an overlapping key

@@ -151,6 +151,22 @@ def test_manifest_edited_to_disagree_with_the_files(store: Store) -> None:
     assert "max 99 (manifest 10000)" in report.problems[2].message
 
 
+def test_partition_values_that_disagree_with_their_folder_are_reported(store: Store) -> None:
+    """A Hive reader takes partition values from the folder, this package from the entry (issue 26, #5)."""
+    ds = ParquetDatasetStore(store)
+    ds.write_dataset(pa.table({"p": [1, 2, 3], "v": [1, 2, 3]}), KEY, partition_by=["p"])
+    raw = json.loads(store.read_bytes(f"{KEY}/manifest.json"))
+    first, second, third = raw["files"]
+    first["partition_values"] = {"p": 9}
+    assert third["path"].startswith("p=3/")
+    ds_ok = ParquetDatasetStore(store).verify_dataset(KEY)
+    assert ds_ok.ok, ds_ok
+    store.write_bytes(f"{KEY}/manifest.json", json.dumps(raw).encode())
+    report = ds.verify_dataset(KEY)
+    assert _kinds(report) == [(first["path"], "partition")]
+    assert "p=9" in report.problems[0].message and "p=1/" in report.problems[0].message
+
+
 @pytest.mark.parametrize(
     "content",
     [b"{not json", b'{"dataset_key": "sales/orders"}', b"", json.dumps({"parts": "no"}).encode()],
@@ -239,7 +255,17 @@ def test_bad_thread_count_is_refused(threads: object, error: type[Exception]) ->
 
 
 def test_problem_kinds_are_documented() -> None:
-    assert set(PROBLEM_KINDS) == {"manifest", "missing", "size", "footer", "rows", "schema", "statistics", "path"}
+    assert set(PROBLEM_KINDS) == {
+        "manifest",
+        "missing",
+        "size",
+        "footer",
+        "rows",
+        "schema",
+        "statistics",
+        "path",
+        "partition",
+    }
     problem = VerifyProblem("p", "size", "m")
     with pytest.raises(AttributeError):
         problem.kind = "rows"  # type: ignore[misc]

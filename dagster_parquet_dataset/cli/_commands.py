@@ -12,7 +12,7 @@ from ._assets import asset_table, assets_of, prefix_summary
 from ._filter_args import describe_filter
 from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, short_run_id, table
 from ._head import cmd_head
-from ._maintenance_commands import cmd_compact, cmd_vacuum, cmd_verify, parsed_filters
+from ._maintenance_commands import cmd_compact, cmd_sync_delta_log, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
 from ._targets import has_partitions, list_under, not_found, require_dataset
 
@@ -279,6 +279,7 @@ COMMANDS = {
     "plan": cmd_plan,
     "vacuum": cmd_vacuum,
     "compact": cmd_compact,
+    "sync-delta-log": cmd_sync_delta_log,
     "head": cmd_head,
 }
 

@@ -67,6 +67,12 @@ def _add_globals(parser: argparse.ArgumentParser, *, sub: bool) -> None:
     group.add_argument(
         "--json", action="store_true", default=default(False), help="print JSON for machines instead of tables"
     )
+    group.add_argument(
+        "--delta-log",
+        action="store_true",
+        default=default(False),
+        help="commits made here (compact) also write the dataset's Delta log (docs/delta.md)",
+    )
 
 
 def _version_option(parser: argparse.ArgumentParser) -> None:
@@ -95,7 +101,7 @@ def _as_of_option(parser: argparse.ArgumentParser, what: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (subcommands ls, show, history, verify, plan, vacuum, compact, head)."""
+    """The full argument parser (subcommands ls, show, history, verify, plan, vacuum, compact, sync-delta-log, head)."""
     from .. import __version__
 
     parser = _Parser(
@@ -119,7 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         "list the datasets under a prefix: key, version, rows, files, bytes, last run id, age "
         "(one line per asset when partition datasets are found)",
     )
-    ls.add_argument("prefix", nargs="?", default="", metavar="PREFIX", help="a folder of the store (default: all)")
+    ls.add_argument(
+        "prefix", nargs="?", default="", type=_prefix_arg, metavar="PREFIX", help="a folder of the store (default: all)"
+    )
     grouping = ls.add_mutually_exclusive_group()
     grouping.add_argument(
         "--assets",
@@ -137,12 +145,12 @@ def build_parser() -> argparse.ArgumentParser:
         "summarize a dataset's manifest (schema, partitioning, file sizes, operation, run id), or, for an asset "
         "or folder holding datasets, their partitions, versions, rows, bytes and last run",
     )
-    show.add_argument("key", metavar="KEY")
+    show.add_argument("key", type=_key_arg, metavar="KEY")
     _version_option(show)
     _as_of_option(show, "show the dataset")
 
     history = command("history", "list a dataset's retained versions, newest first")
-    history.add_argument("key", metavar="KEY")
+    history.add_argument("key", type=_key_arg, metavar="KEY")
     _as_of_option(history, "list only the versions up to the one live")
 
     verify = command("verify", "check every part against the manifest (exists, size, footer rows, schema, statistics)")
@@ -150,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     _version_option(verify)
 
     plan = command("plan", "show which files a filtered read selects and which it prunes")
-    plan.add_argument("key", metavar="KEY")
+    plan.add_argument("key", type=_key_arg, metavar="KEY")
     plan.add_argument(
         "--filter",
         action="append",
@@ -203,8 +211,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="compact only the files a read with these filters selects (as for plan); repeat to AND them",
     )
 
+    sync = command(
+        "sync-delta-log",
+        "write what each dataset's Delta log lacks (a dataset written before delta_log was on, or a log left "
+        "behind), in order; print the Delta version now live",
+    )
+    _keys_options(sync, "sync the Delta log of")
+
     head = command("head", "print a dataset's first rows, reading only the files they are in")
-    head.add_argument("key", metavar="KEY")
+    head.add_argument("key", type=_key_arg, metavar="KEY")
     head.add_argument("-n", type=int, default=10, metavar="N", help="how many rows (default: 10)")
     head.add_argument(
         "--columns", action="append", metavar="COL[,COL...]", help="only these columns (comma-separated, repeatable)"
@@ -223,12 +238,38 @@ def _keys_options(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument(
         "keys",
         nargs="*",
+        type=_key_arg,
         metavar="KEY",
         help="a dataset, or a prefix (an asset's partitions, a group, a folder): every dataset under it",
     )
     parser.add_argument(
         "--all", action="store_true", help=f"{verb} every dataset in the store (in parallel, one progress bar)"
     )
+
+
+def _prefix_arg(text: str) -> str:
+    """A store folder argument: relative to the store; ``""`` (the default) is the whole store.
+
+    Raises:
+        argparse.ArgumentTypeError: an absolute path (a usage error, exit status 2).
+    """
+    if text.startswith("/"):
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is an absolute path; keys are relative to the store (--store), e.g. "
+            f"{text.lstrip('/') or 'sales/orders'!r}"
+        )
+    return text
+
+
+def _key_arg(text: str) -> str:
+    """A dataset key or prefix argument: relative to the store and not empty (a trailing ``/`` is fine).
+
+    Raises:
+        argparse.ArgumentTypeError: an absolute or empty key (a usage error, exit status 2).
+    """
+    if not text.strip("/"):
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty key; name a dataset or a folder of the store")
+    return _prefix_arg(text)
 
 
 def _fail(message: object, status: int) -> int:
@@ -248,7 +289,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The writers' retain_versions is not recorded anywhere, so a commit made here (compact) keeps every
         # version unless told otherwise: the command line never drops history behind a user's back.
         # Reclaim the space with vacuum --retain-versions N.
-        datasets = ParquetDatasetStore(store, retain_versions=None)
+        datasets = ParquetDatasetStore(store, retain_versions=None, delta_log=args.delta_log)
         return COMMANDS[args.command](args, datasets)
     except UsageError as exc:
         return _fail(f"{exc} (see {PROG} {args.command} --help)", USAGE_ERROR)

@@ -281,3 +281,28 @@ def _compact_line(d: dict[str, Any]) -> str:
         f"{key}: rewrote {read}) as {plural(d['files_written'], 'file')} ({human_bytes(d['bytes_after'])}), "
         f"{human_count(d['rows'])} rows; new version {d['version']}"
     )
+
+
+def cmd_sync_delta_log(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
+    """Write what each dataset's Delta log lacks (``ParquetDatasetStore.sync_delta_log``); print its Delta version."""
+    keys, single = _targets(args, ds, "sync-delta-log")
+
+    def sync(key: str) -> dict[str, Any]:
+        return {"key": key, "delta_version": ds.sync_delta_log(key)}
+
+    if single:
+        document = sync(keys[0])
+        emit(args, document, f"{keys[0]}: Delta version {document['delta_version']}")
+        return OK
+    outcomes = run_each(
+        keys, sync, description=f"sync the Delta log of {plural(len(keys), 'dataset')}", quiet=args.json
+    )
+    lines = [
+        f"{o.key}: Delta version {o.result['delta_version']}" if o.result else f"FAIL  {o.key}: {o.error}"
+        for o in outcomes
+    ]
+    failed = sum(1 for o in outcomes if o.error)
+    lines.append(f"{plural(len(outcomes), 'dataset')}: Delta logs in sync, {plural(failed, 'failure')}")
+    documents = [o.result or {"key": o.key, "error": o.error} for o in outcomes]
+    emit(args, {"ok": not failed, "datasets": documents}, "\n".join(lines))
+    return PROBLEMS if failed else OK

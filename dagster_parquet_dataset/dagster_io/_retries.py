@@ -59,9 +59,13 @@ def recognised(before: Entry | None, after: DatasetManifest, key: str | None) ->
     """
     if before is None or window_entry(after, key) != before:
         return {}
+    # The version the earlier attempt committed, from its write token (``after`` is the live version,
+    # which other writers may have moved on since).
+    version = after.version_of(before[2])
+    which = f"version {version}" if version is not None else f"a version before {after.version}"
     return {
         "exactly_once": MetadataValue.text(
-            f"recognized retry: an earlier attempt of this step committed the same data as version "
-            f"{after.version} (write {before[2]}); nothing was written again"
+            f"recognized retry: an earlier attempt of this step committed the same data as {which} "
+            f"(write {before[2]}); nothing was written again"
         )
     }

@@ -118,6 +118,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             commit (for the ``version`` input metadata); ``1`` (the default) keeps
             only the newest version's files, ``None`` keeps every version until
             ``ParquetDatasetStore.vacuum``.
+        delta_log: also keep each dataset's Delta log, so every output is a Delta table too
+            (``ParquetDatasetStore(delta_log=True)``, docs/delta.md).
         preview_rows: rows of each output shown in its ``preview`` output metadata
             (a Markdown table taken from the data as it is written); ``0`` turns it off.
             An asset's ``dagster/column_schema`` column descriptions are written into the
@@ -158,6 +160,13 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         description=(
             "How many versions of each dataset stay readable (for the 'version' input metadata): 1 keeps only "
             "the newest; unset (None) keeps every version until ParquetDatasetStore.vacuum."
+        ),
+    )
+    delta_log: bool = Field(
+        default=False,
+        description=(
+            "Also keep each dataset's Delta log (_delta_log/), so every output is a Delta table readable by "
+            "deltalake, polars, DuckDB, Spark and Trino (docs/delta.md)."
         ),
     )
 
@@ -258,6 +267,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 row_group_size=self.row_group_size,
                 max_rows_per_file=self.max_rows_per_file,
                 retain_versions=self.retain_versions,
+                delta_log=self.delta_log,
             )
         return self._datasets
 

@@ -12,6 +12,10 @@ output names) is escaped with :func:`escape_segment`, so no value can add a
 folder level or leave its folder: the result always passes
 :func:`~dagster_parquet_dataset.storage.base.validate_key`.
 
+A value that is a name the dataset format keeps for itself (``_versions``,
+``_segments``, ...) gets its first character percent-encoded, so partition keys
+(user data) can be anything and still never collide with a dataset's own files.
+
 This module is pure: it knows nothing about Dagster contexts, only strings.
 """
 
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from ..dataset.engine import is_reserved_segment
 from ..storage.base import validate_key
 
 #: Characters that are percent-encoded wherever they occur in a segment.
@@ -35,8 +40,11 @@ def escape_segment(value: str) -> str:
     """Make ``value`` safe to use as exactly one folder name of a dataset key.
 
     Percent-encodes ``%``, ``/``, ``\\`` and NUL anywhere, a segment that is
-    exactly ``.`` or ``..`` (as ``%2E`` / ``%2E%2E``), and the empty string
-    (as a lone ``%``). Everything else (dates, ``|``, ``:``, spaces, unicode)
+    exactly ``.`` or ``..`` (as ``%2E`` / ``%2E%2E``), the empty string
+    (as a lone ``%``), and the first character of a name the dataset format
+    reserves (``_versions`` -> ``%5Fversions``, ``_segments``, ``manifest.json``,
+    ``_SUCCESS``, ``_claim``, ``_spark_staging-*``, hidden ``.*.lock`` /
+    ``.*.tmp``; see :func:`~dagster_parquet_dataset.dataset.engine.is_reserved_segment`). Everything else (dates, ``|``, ``:``, spaces, unicode)
     is kept as is, so ordinary partition keys stay readable. Distinct values
     always give distinct segments (see :func:`unescape_segment`).
 
@@ -53,6 +61,11 @@ def escape_segment(value: str) -> str:
     for ch in _ESCAPED_CHARS:
         if ch in out:
             out = out.replace(ch, f"%{ord(ch):02X}")
+    if is_reserved_segment(out):
+        # A name a dataset keeps for its own files (``_versions``, ``_segments``, ``manifest.json``, ...):
+        # its first character is percent-encoded, so user data never lands on the format's names. Such
+        # values were refused before, so no key that worked changes.
+        out = f"%{ord(out[0]):02X}{out[1:]}"
     return out
 
 
@@ -68,19 +81,22 @@ def unescape_segment(segment: str) -> str:
         return "." * (len(segment) // 3)
     out: list[str] = []
     i = 0
-    allowed = {f"{ord(ch):02X}": ch for ch in _ESCAPED_CHARS}
+    hex_digits = set("0123456789ABCDEF")
     while i < len(segment):
         ch = segment[i]
         if ch == "%":
             code = segment[i + 1 : i + 3]
-            if code not in allowed:
+            if len(code) != 2 or not set(code) <= hex_digits:
                 raise ValueError(f"{segment!r} is not an escaped dataset key segment (bad escape at {i})")
-            out.append(allowed[code])
+            out.append(chr(int(code, 16)))
             i += 3
         else:
             out.append(ch)
             i += 1
-    return "".join(out)
+    value = "".join(out)
+    if escape_segment(value) != segment:
+        raise ValueError(f"{segment!r} is not an escaped dataset key segment (bad escape: not how it is escaped)")
+    return value
 
 
 def normalize_prefix(prefix: str) -> str:

@@ -5,10 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ..errors import CapabilityNotSupported
 from ..storage.base import Capability, Store
 from .io.encode import PartOptions
+
+if TYPE_CHECKING:
+    from .manifest import DatasetManifest
 
 COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd")
 
@@ -24,6 +28,15 @@ class DatasetOptions:
     max_workers: int | None = None
     retain_versions: int | None = 1
     commit_timeout: float = 60.0
+    delta_log: bool = False
+
+    def after_commit(self, key: str, base: DatasetManifest | None, committed: DatasetManifest) -> None:
+        """What every commit does once it landed (``committed`` built on ``base`` as far as it knows):
+        with ``delta_log``, write the dataset's Delta log up to it. Never raises an ``Exception``."""
+        if self.delta_log:
+            from .delta import after_commit  # the log reads manifests: imported when first needed
+
+            after_commit(self.store, key, base, committed)
 
     @property
     def part_options(self) -> PartOptions:
@@ -87,6 +100,7 @@ def make_options(
     max_workers: int | None,
     retain_versions: int | None,
     commit_timeout: object,
+    delta_log: bool = False,
 ) -> DatasetOptions:
     """Validated :class:`DatasetOptions`.
 
@@ -112,4 +126,15 @@ def make_options(
         max_workers=max_workers,
         retain_versions=retain_versions,
         commit_timeout=check_commit_timeout(commit_timeout),
+        delta_log=_check_delta_log(store, delta_log),
     )
+
+
+def _check_delta_log(store: Store, delta_log: object) -> bool:
+    """Raises ``TypeError`` (not a bool) or :class:`CapabilityNotSupported` (the store cannot put-if-absent
+    and list, which the Delta log needs)."""
+    if not isinstance(delta_log, bool):
+        raise TypeError(f"delta_log must be a bool, got {type(delta_log).__name__}")
+    if delta_log and not (store.supports(Capability.CONDITIONAL_WRITE) and store.supports(Capability.LIST)):
+        raise CapabilityNotSupported(f"{store!r} cannot keep a Delta log: it needs CONDITIONAL_WRITE and LIST")
+    return delta_log

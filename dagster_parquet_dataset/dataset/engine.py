@@ -14,7 +14,7 @@ from .commit.retry import Backoff, retry_replans
 from .expressions.filters import DNF, Predicate, discrete_bounds
 from .expressions.merge_keys import check_key_columns
 from .expressions.row_locator import OUTSIDE, Dimension, RowLocator
-from .format.layout import is_spec_name, part_name, single_name
+from .format.layout import is_reserved_segment, is_spec_name, part_name, single_name
 from .format.partition import add_partition_columns, check_partition_by, encode_partition_values, partition_folder
 from .format.stats import file_column_stats
 from .format.values import type_kind
@@ -43,6 +43,7 @@ __all__ = [
     "encode_part",
     "encode_partition_values",
     "file_column_stats",
+    "is_reserved_segment",
     "is_spec_name",
     "part_name",
     "partition_folder",

@@ -323,6 +323,20 @@ class DatasetManifest:
         made.__dict__.update(changes)
         return made
 
+    def version_of(self, txn: str) -> int | None:
+        """The version the commit with write token ``txn`` made, if it is this one or one it was built on.
+
+        Each commit's version is one above the version it replaced, and its ``txns`` window puts its
+        own token before those of the versions below it; so the token at place ``i`` of ``txns`` made
+        version ``version - i``. ``None`` when ``txn`` is not in the window (too old, or the lineage
+        was broken by a delete or a repair). A recognised exactly-once retry returns the live manifest;
+        this says which version the earlier attempt committed.
+        """
+        if not self.txns or self.txns[0] != self.txn or txn not in self.txns:
+            return None
+        version = self.version - self.txns.index(txn)
+        return version if version >= 1 else None
+
     def referenced(self) -> list[str]:
         """Every file of the dataset folder this version needs: its parts and its segments."""
         return [*self.parts, *(s.path for s in self.segments)]

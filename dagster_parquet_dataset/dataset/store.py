@@ -7,8 +7,8 @@ See docs/architecture.md for the layout and docs/guarantees.md for the promises.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime, timedelta
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -25,16 +25,14 @@ from .ops.append import PendingAppend
 from .ops.as_of import resolve_version, version_at
 from .ops.compact import DEFAULT_TARGET_FILE_BYTES, CompactResult, compact
 from .ops.listing import DatasetListing, list_datasets
+from .ops.maintenance_methods import MaintenanceMethods
 from .ops.merge_plan import MergePlan, plan_merge
-from .ops.vacuum import VacuumResult, vacuum
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
 
-_DEFAULT: Any = object()
 
-
-class ParquetDatasetStore:
+class ParquetDatasetStore(MaintenanceMethods):
     """Write and read Parquet datasets (parts + ``manifest.json`` + ``_SUCCESS``) on a Store.
 
     Args:
@@ -51,6 +49,8 @@ class ParquetDatasetStore:
             until :meth:`vacuum`.
         commit_timeout: seconds a commit keeps retrying when other writers commit first (jittered
             exponential backoff) before it raises :class:`CommitConflict`.
+        delta_log: also keep each dataset's Delta log (``_delta_log/``) after every commit, so the
+            dataset is a Delta table too, and write data Delta can hold (see docs/delta.md).
 
     ``expect_owner``: the owner each commit's replaced version must record, else ``OwnerMismatch`` (see ``commit.owner``).
     Every method's ``key`` is a dataset key: a relative, ``/``-separated path.
@@ -71,6 +71,7 @@ class ParquetDatasetStore:
         max_workers: int | None = None,
         retain_versions: int | None = 1,
         commit_timeout: float = 60.0,
+        delta_log: bool = False,
     ) -> None:
         self._options = options = make_options(
             store,
@@ -80,16 +81,17 @@ class ParquetDatasetStore:
             max_workers=max_workers,
             retain_versions=retain_versions,
             commit_timeout=commit_timeout,
+            delta_log=delta_log,
         )
         self.store, self.compression, self.commit_timeout = store, options.compression, options.commit_timeout
         self.row_group_size, self.max_rows_per_file = row_group_size, max_rows_per_file
-        self.max_workers, self.retain_versions = max_workers, retain_versions
+        self.max_workers, self.retain_versions, self.delta_log = max_workers, retain_versions, options.delta_log
 
     def __repr__(self) -> str:
         return (
             f"ParquetDatasetStore({self.store!r}, compression={self.compression!r}, "
             f"row_group_size={self.row_group_size}, max_rows_per_file={self.max_rows_per_file}, "
-            f"retain_versions={self.retain_versions})"
+            f"retain_versions={self.retain_versions}, delta_log={self.delta_log})"
         )
 
     @staticmethod
@@ -644,46 +646,6 @@ class ParquetDatasetStore:
             StoreAccessError / OSError / ValueError / TypeError: unreachable store / a bad key, version or thread count.
         """
         return verify.verify_dataset(self.store, self._key(key), version=version, progress=progress, threads=threads)
-
-    def vacuum(
-        self,
-        key: str,
-        *,
-        retain_versions: int | None = _DEFAULT,  # type: ignore[assignment]
-        older_than: timedelta | float | None = None,
-        grace_period: timedelta | float = timedelta(hours=1),
-        dry_run: bool = False,
-        progress: Callable[[int, int], None] | None = None,
-    ) -> VacuumResult:
-        """Delete files no retained version references.
-
-        Drops the versions beyond ``retain_versions`` (and older than ``older_than``; the live version always
-        stays), then deletes every file of the dataset no retained version lists, including leftovers of
-        failed writes once they are older than ``grace_period`` (docs/datasets.md, "Versions and vacuum").
-
-        Args:
-            retain_versions: how many versions stay readable (default: the store's ``retain_versions``;
-                ``None``: all).
-            older_than: also drop retained versions older than this (a ``timedelta`` or seconds).
-            grace_period: files no version lists are kept until they are this old (a ``timedelta`` or seconds).
-            dry_run: report what would be deleted, delete nothing.
-            progress: called with ``(files deleted, files to delete)`` as it goes.
-
-
-        Raises:
-            NotFound / CapabilityNotSupported: the dataset has no manifest / the store cannot list or delete.
-            ValueError / TypeError: ``retain_versions`` is not a positive int (or ``None``), or a bad key.
-        """
-        keep = self.retain_versions if retain_versions is _DEFAULT else retain_versions
-        return vacuum(
-            self._options,
-            self._key(key),
-            retain_versions=keep,
-            older_than=older_than,
-            grace_period=grace_period,
-            progress=progress,
-            dry_run=dry_run,
-        )
 
     def delete_dataset(self, key: str) -> None:
         """Delete the dataset ``key`` and every file under its folder (PDS-010), as a commit.

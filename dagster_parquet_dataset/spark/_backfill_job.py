@@ -25,6 +25,7 @@ raises ``ValueError``: no partition changes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from ..dagster_io._backfill_split import Backfill, commit_each
 from ..dagster_io._ownership import commit_owner
 from ..dataset import DatasetManifest, FileEntry, ParquetDatasetStore, PendingAppend, PendingWrite
 from ..dataset.engine import RowLocator, check_partition_by
+from ..errors import CommitOutcomeUnknown
 from ._descriptor import first_error
 from ._jobs import collect_rows
 from ._parts import GROUP_COLUMN, drop_staging, place, staging_folder, write_spark_parts
@@ -48,6 +50,8 @@ from ._task_writer import Destination
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
 
 #: Name of the column holding why a row maps to no partition (internal; never stored).
 ERROR_COLUMN = "__pds_error"
@@ -189,25 +193,56 @@ def write_spark_partitions(
             abandon(datasets, w)
         raise
     committed: set[int] = set()
+    failed: dict[int, BaseException] = {}
 
     def commit(i: int) -> DatasetManifest:
         pending = pendings[i]
-        if isinstance(pending, PendingAppend):
-            manifest = datasets.commit_append(pending, placed[i])
-        else:
-            manifest = datasets.commit_write(pending, placed[i], stored, partition_by=partition or None)
+        try:
+            if isinstance(pending, PendingAppend):
+                manifest = datasets.commit_append(pending, placed[i])
+            else:
+                manifest = datasets.commit_write(pending, placed[i], stored, partition_by=partition or None)
+        except BaseException as exc:
+            failed[i] = exc
+            raise
         committed.add(i)
         return manifest
 
     try:
         return commit_each([t.partition_key for t in targets], commit, backfill.threads, backfill.what)
     except BaseException:
-        # Partitions whose commit failed or never started: their parts are in no manifest.
         for i in set(range(len(targets))) - committed:
-            abandon(datasets, writes[i])
-            for entry in placed[i]:
-                datasets.store.delete(f"{writes[i].key}/{entry.path}", missing_ok=True)
+            _clean_up(datasets, writes[i], placed[i], failed.get(i), started=i in failed)
         raise
+
+
+def _clean_up(
+    datasets: ParquetDatasetStore,
+    write: PendingWrite,
+    placed: list[FileEntry],
+    error: BaseException | None,
+    *,
+    started: bool,
+) -> None:
+    """Remove the parts of one partition of a failed backfill, never a file a commit may have listed.
+
+    A partition whose commit never started: its parts are in no manifest, they go. One whose commit
+    raised: the commit itself deleted its parts if it knew it lost, and kept them if its outcome was
+    unknown (or it landed, e.g. when only its ``_SUCCESS`` write failed). After a definite error
+    (an ``Exception`` other than ``CommitOutcomeUnknown``) what is left goes through
+    ``abandon_write``, which never deletes a file the live or a retained version lists; after an
+    unknown outcome or an interrupt nothing is deleted (vacuum removes what no version lists).
+    """
+    if not started:
+        abandon(datasets, write)
+        for entry in placed:
+            datasets.store.delete(f"{write.key}/{entry.path}", missing_ok=True)
+        return
+    if isinstance(error, Exception) and not isinstance(error, CommitOutcomeUnknown):
+        try:
+            datasets.abandon_write(write, [e.path for e in placed])
+        except Exception as exc:  # cleanup must not hide the real error
+            log.warning("could not clean up after a failed commit of %r: %s", write.key, exc)
 
 
 def _layout(

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
+import logging
 import os
 import re
 import uuid
@@ -14,8 +16,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-from ..errors import AlreadyExists, CommitConflict, NotFound
+from ..errors import AlreadyExists, CapabilityNotSupported, CommitConflict, NotFound
 from .base import Capability, FileInfo, Store, validate_key
+
+log = logging.getLogger(__name__)
 
 _TMP_SUFFIX = ".tmp"
 _LOCK_SUFFIX = ".lock"
@@ -298,26 +302,55 @@ class LocalStore(Store):
         return pafs.LocalFileSystem(), self.root.replace(os.sep, "/")
 
     def rename(self, src: str, dst: str) -> None:
-        """A hard link at ``dst`` (which fails if ``dst`` exists), then ``src`` unlinked; folders fsynced if durable.
+        """Move ``src`` to ``dst`` atomically for every caller, never replacing a file at ``dst``.
+
+        First ``src`` is renamed to a fresh hidden name beside it (``.<name>.<hex>.tmp``): one atomic
+        step that exactly one of several concurrent renames of ``src`` wins (the others find no
+        ``src``). Then the hidden file is hard-linked at ``dst`` (which fails if ``dst`` exists) and
+        unlinked; if the link fails, the file goes back to ``src``. Folders are fsynced if durable.
 
         Raises:
-            NotFound: no file at ``src``.
+            NotFound: no file at ``src`` (or another rename of ``src`` took it first).
             AlreadyExists: a file is already at ``dst``; nothing is moved.
+            CapabilityNotSupported: ``dst`` is on another device than ``src`` (a mount point below
+                the store's root); nothing is moved.
         """
         source, target = self._path(src), self._path(dst)
         if not os.path.isfile(source):
             raise NotFound(f"no file {src!r} under {self.root!r}")
         os.makedirs(os.path.dirname(target), exist_ok=True)
+        folder, name = os.path.split(source)
+        held = os.path.join(folder, f".{name}.{uuid.uuid4().hex}{_TMP_SUFFIX}")
         try:
-            os.link(source, target)
+            os.rename(source, held)  # claims src: a concurrent rename of it now finds nothing
+        except FileNotFoundError:
+            raise NotFound(f"no file {src!r} under {self.root!r}") from None
+        try:
+            os.link(held, target)
         except FileExistsError:
+            self._put_back(held, source, src)
             raise AlreadyExists(
                 f"cannot rename {src!r} to {dst!r}: {dst!r} already exists under {self.root!r}"
             ) from None
-        except FileNotFoundError:
-            raise NotFound(f"no file {src!r} under {self.root!r}") from None
-        os.unlink(source)
+        except OSError as exc:
+            self._put_back(held, source, src)
+            if exc.errno == errno.EXDEV:
+                raise CapabilityNotSupported(
+                    f"cannot rename {src!r} to {dst!r}: {dst!r} is on another device than {src!r} under "
+                    f"{self.root!r}; keep the store's root on one file system"
+                ) from exc
+            raise
+        os.unlink(held)
         if self.durable:
             _fsync_path(os.path.dirname(target), os.O_RDONLY | os.O_DIRECTORY)
             if os.path.dirname(source) != os.path.dirname(target):
                 _fsync_path(os.path.dirname(source), os.O_RDONLY | os.O_DIRECTORY)
+
+    def _put_back(self, held: str, source: str, src: str) -> None:
+        """Move a claimed file back to ``src`` after a failed rename (never over a new file at ``src``)."""
+        try:
+            os.link(held, source)
+        except FileExistsError:
+            log.warning("%r was written again during a failed rename; the old file stays at %r", src, held)
+            return
+        os.unlink(held)

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 import tomllib
 
-from dagster_parquet_dataset import ParquetDatasetStore
+from dagster_parquet_dataset import LocalStore, ParquetDatasetStore
 
 from ._cli import REPO, Target, one_line_error, run
 
@@ -108,6 +108,65 @@ def test_ls_flags_a_corrupt_manifest_and_an_empty_store(target: Target) -> None:
     events = json.loads(result.stdout)["datasets"][0]
     assert events["key"] == "events" and events["status"] == "corrupt manifest"
     assert "not valid JSON" in events["error"]
+
+
+def test_ls_lists_every_dataset_when_one_misses_a_segment(target: Target) -> None:
+    """One dataset whose manifest segment is gone is a row with its problem, not one error for the whole
+    store (issue 26, #6); a truncated segment too."""
+    _populate(target)
+    many = ParquetDatasetStore(target.store, max_rows_per_file=1)
+    many.write_dataset(_orders(40), "wide/lost")  # more than 32 files: its entries live in a segment
+    many.write_dataset(_orders(40), "wide/short")
+    (lost,) = many.read_manifest("wide/lost").segments
+    (short,) = many.read_manifest("wide/short").segments
+    target.store.delete(f"wide/lost/{lost.path}")
+    target.store.write_bytes(f"wide/short/{short.path}", target.store.read_bytes(f"wide/short/{short.path}")[:-10])
+
+    result = target.cli("ls", "--json")
+    assert result.returncode == 1, result.stderr
+    listed = {d["key"]: d for d in json.loads(result.stdout)["datasets"]}
+    assert sorted(listed) == ["events", "sales/by_region", "sales/orders", "wide/lost", "wide/short"]
+    assert all(listed[k]["status"] == "ok" for k in ("events", "sales/by_region", "sales/orders"))
+    assert listed["wide/lost"]["status"] == "corrupt manifest"
+    assert lost.path in listed["wide/lost"]["error"] and "missing" in listed["wide/lost"]["error"]
+    assert listed["wide/short"]["status"] == "corrupt manifest"
+    assert short.path in listed["wide/short"]["error"]
+    human = target.cli("ls")
+    assert human.returncode == 1
+    assert "5 datasets under " in human.stdout
+    assert any(line.startswith("wide/lost ") and "corrupt manifest" in line for line in human.stdout.splitlines())
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("compact", "/etc"),
+        ("vacuum", "/sales/orders"),
+        ("verify", "events", "/events"),
+        ("show", "/events"),
+        ("history", "/events"),
+        ("head", "/events"),
+        ("plan", "/events"),
+        ("ls", "/sales"),
+        ("compact", ""),
+        ("show", ""),
+        ("verify", "/"),
+    ],
+)
+def test_an_absolute_or_empty_key_is_a_usage_error(tmp_path: Path, argv: tuple[str, ...]) -> None:
+    """Issue 26, #11: ``compact /etc`` is not silently ``compact etc``, and an empty key is a usage error
+    (exit 2), not "does not exist"; nothing is read or changed."""
+    root = tmp_path / "store"
+    ds = ParquetDatasetStore(LocalStore(str(root)))
+    ds.write_dataset(_orders(10), "events")
+    ds.write_dataset(_orders(10), "etc")
+    before = sorted(f.path for f in ds.store.list_files(""))
+    result = run("--store", str(root), *argv)
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    line = one_line_error(result)
+    assert "absolute path" in line or "empty key" in line, line
+    assert sorted(f.path for f in ds.store.list_files("")) == before
+    assert ds.read_manifest("etc").version == 1
 
 
 # --------------------------------------------------------------------------- show

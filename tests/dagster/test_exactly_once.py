@@ -73,6 +73,32 @@ def dg_data_version(reader: ParquetDatasetStore) -> str:
     return version
 
 
+@pytest.mark.parametrize("others", [False, True], ids=["alone", "another-writer-meanwhile"])
+def test_a_retry_of_the_append_that_created_the_dataset(dying: Any, others: bool) -> None:
+    """Issue 26, #8: the first attempt created the dataset and died before its ``_SUCCESS``; the retry
+    writes it (a Spec 042 reader raises ``DatasetIncomplete`` without it) and names the version the
+    first attempt committed, also when another writer committed on top before the retry."""
+    io, reader, marker = dying
+
+    @dg.asset(metadata={"write_mode": "append"}, retry_policy=dg.RetryPolicy(max_retries=2))
+    def events() -> pa.Table:
+        if others and os.path.exists(marker):  # the retry: another writer appended meanwhile
+            reader.append_dataset(pa.table({"id": [9]}), "events")
+        return pa.table({"id": [1, 2]})
+
+    with dg.instance_for_test() as instance:
+        result = dg.materialize([events], resources={"io_manager": io}, instance=instance)
+        assert result.success and os.path.exists(marker) and _attempts(result) == 2
+        [record] = instance.fetch_materializations(dg.AssetKey("events"), limit=1).records
+        metadata_out = record.asset_materialization.metadata
+    assert reader.store.exists("events/_SUCCESS")
+    live = reader.read_manifest("events")
+    assert live.version == (2 if others else 1)
+    assert sorted(reader.read_dataset("events").column("id").to_pylist()) == ([1, 2, 9] if others else [1, 2])
+    text = metadata_out["exactly_once"].value
+    assert "committed the same data as version 1 " in text, text
+
+
 def test_a_non_deterministic_asset_commits_again(dying: Any) -> None:
     io, reader, marker = dying
     calls: list[int] = []

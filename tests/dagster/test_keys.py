@@ -44,6 +44,16 @@ def test_asset_keys_follow_the_design_mapping() -> None:
         ("2024-01-01", "2024-01-01"),
         ("red|2024", "red|2024"),
         ("..x", "..x"),
+        ("_versions", "%5Fversions"),
+        ("_segments", "%5Fsegments"),
+        ("manifest.json", "%6Danifest.json"),
+        ("_SUCCESS", "%5FSUCCESS"),
+        ("_claim", "%5Fclaim"),
+        ("_spark_staging-7", "%5Fspark_staging-7"),
+        (".m.lock", "%2Em.lock"),
+        (".a/b.tmp", "%2Ea%2Fb.tmp"),
+        ("_versions2", "_versions2"),
+        ("x_segments", "x_segments"),
     ],
 )
 def test_escape_keeps_every_value_inside_one_folder(value: str, escaped: str) -> None:
@@ -71,6 +81,8 @@ def test_distinct_values_never_share_a_folder(a: str, b: str) -> None:
 def test_unescape_rejects_what_escape_never_produces() -> None:
     with pytest.raises(ValueError, match="bad escape"):
         unescape_segment("a%2Eb")
+    with pytest.raises(ValueError, match="bad escape"):
+        unescape_segment("%5Fdata")  # "_data" is not reserved: it is never escaped
 
 
 @pytest.mark.parametrize("prefix", ["../up", "a//b", "a/./b", "x\\y"])

@@ -236,6 +236,28 @@ def test_partitioned_downstream_of_unpartitioned_upstream(
 # ------------------------------------------------------------------ key escaping
 
 
+def test_partition_keys_named_like_the_formats_own_files_are_stored(
+    io_manager: RemoteStoreIOManager, datasets: ParquetDatasetStore
+) -> None:
+    """Partition keys are user data (issue 26, #11): one named ``_versions``, ``_segments``,
+    ``manifest.json``, ... gets a folder of its own that never collides with a dataset's own files;
+    an ordinary key keeps the folder it always had."""
+    events = _events_asset(dg.DynamicPartitionsDefinition(name="customers"))
+    reserved = ["_versions", "_segments", "manifest.json", "_SUCCESS", "_claim", "_spark_staging-1", ".x.lock"]
+    keys = ["acme", *reserved]
+    with dg.DagsterInstance.ephemeral() as instance:
+        instance.add_dynamic_partitions("customers", keys)
+        for i, value in enumerate(keys):
+            _run([events], io_manager, instance, partition_key=value, run_config=_cfg(i, 1))
+            _run([events], io_manager, instance, partition_key=value, run_config=_cfg(i, 1))  # a second version
+    folders = {f.path.split("/")[2] for f in datasets.store.list_files("sales/events")}
+    assert folders == {"acme", *(f"%{ord(k[0]):02X}{k[1:]}" for k in reserved)}
+    for i, value in enumerate(keys):
+        assert escape_segment(value) in folders
+        table = read(datasets, f"sales/events/{escape_segment(value)}")
+        assert table.to_pydict() == {"partition": [value], "batch": [i]}
+
+
 def test_hostile_partition_values_stay_inside_their_folder(
     io_manager: RemoteStoreIOManager, datasets: ParquetDatasetStore, root: str
 ) -> None:

@@ -50,3 +50,25 @@ class FailAfterPartStore(WrappingStore):
             ctx = TaskContext.get()
             if ctx is not None and ctx.partitionId() == self.partition and ctx.attemptNumber() == 0:
                 raise InjectedTaskFailure(f"attempt 0 of Spark partition {self.partition} fails after writing {path}")
+
+
+class SuccessWriteFails(WrappingStore):
+    """``inner``, except that writing ``{key}/_SUCCESS`` raises (on the driver, after the manifest swap
+    of ``key`` landed): a commit that fails once its outcome is already decided."""
+
+    def __init__(self, inner: Store, key: str) -> None:
+        super().__init__(inner)
+        self.key = key
+
+    def __getattr__(self, name: str) -> object:
+        if name.startswith("__") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
+        return self.inner.arrow_filesystem()
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        if path == f"{self.key}/_SUCCESS":
+            raise PermissionError(f"injected: writing {path} is refused")
+        super().write_bytes(path, data)

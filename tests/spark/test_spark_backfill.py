@@ -23,7 +23,7 @@ from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store, St
 from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
 
 from ..conftest import make_bucket
-from ._faults import FailAfterPartStore
+from ._faults import FailAfterPartStore, SuccessWriteFails
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 RANGE = ["2024-01-02", "2024-01-03", "2024-01-04", "2024-01-05"]
@@ -229,6 +229,49 @@ def test_spark_task_retry_leaves_exactly_one_attempts_rows(
     assert _failed_tasks(spark, group) == 1  # the retry really happened
     for day in RANGE:
         _check_partition(datasets, day, 25)  # every row exactly once, the failed attempt's part is gone
+
+
+class _SuccessFailsLocal(LocalStoreResource):
+    fail_key: str
+
+    def get_store(self) -> Store:
+        return SuccessWriteFails(super().get_store(), self.fail_key)
+
+
+class _SuccessFailsS3(S3StoreResource):
+    fail_key: str
+
+    def get_store(self) -> Store:
+        return SuccessWriteFails(super().get_store(), self.fail_key)
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("mode", ["overwrite", "append"])
+def test_spark_partition_whose_commit_fails_after_its_swap_keeps_its_parts(
+    spark: SparkSession,
+    backend: tuple[RemoteStoreIOManager, ParquetDatasetStore],
+    instance: dg.DagsterInstance,
+    mode: str,
+) -> None:
+    """Issue 26, #14: one partition's commit raises after its manifest swap landed (its ``_SUCCESS``
+    write fails). The backfill fails, but never deletes the parts the live manifest lists."""
+    io_manager, datasets = backend
+    failing_day = RANGE[1]
+    store = io_manager.store
+    if isinstance(store, LocalStoreResource):
+        resource: Any = _SuccessFailsLocal(root=store.root, fail_key=f"sales/{failing_day}")
+    else:
+        assert isinstance(store, S3StoreResource)
+        resource = _SuccessFailsS3(
+            bucket=store.bucket, prefix=store.prefix, endpoint_url=store.endpoint_url, fail_key=f"sales/{failing_day}"
+        )
+    metadata = {"partition_expr": "day", "write_mode": mode}
+    result = _run([_asset(_events, metadata)], RemoteStoreIOManager(store=resource), instance, raise_on_error=False)
+    assert not result.success
+    manifest = datasets.read_manifest(f"sales/{failing_day}")  # its swap landed
+    missing = [p for p in manifest.parts if not datasets.store.exists(f"sales/{failing_day}/{p}")]
+    assert not missing, f"the backfill deleted parts the live manifest lists: {missing}"
+    _check_partition(datasets, failing_day, 25)  # a read writes the missing _SUCCESS and finds every part
 
 
 def test_spark_downstream_reads_the_range_and_append_mode_appends(

@@ -3,7 +3,8 @@
 An external commit (``commit_write``, ``commit_append``, ``commit_merge``)
 refuses the whole commit, changing nothing, unless every entry is a part that
 exists with its size, row count and schema, is not already listed by the live
-version, and carries exactly the dataset's partition values.
+version, and carries exactly the dataset's partition values, which its
+``col=value`` folders spell (a Hive reader reads those).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pyarrow.parquet as pq
 from ...errors import DatasetIncomplete, NotFound
 from ...storage.base import Store, validate_key
 from ..format.layout import is_reserved
-from ..format.partition import encode_partition_values, partition_scalar
+from ..format.partition import encode_partition_values, folder_mismatch, partition_scalar
 from ..format.schema import file_schema_matches
 from ..io.parallel import parallel_map
 from ..manifest import FileEntry
@@ -60,7 +61,8 @@ def check_external_entries(
     entry, on parallel threads.
 
     Raises:
-        ValueError: a listed path, missing or wrong ``partition_values``.
+        ValueError: a listed path, missing or wrong ``partition_values``, or a part whose
+            ``col=value`` folders disagree with its ``partition_values``.
         DatasetIncomplete: a part is missing, or its size, row count or schema
             is not what the entry says.
     """
@@ -70,6 +72,12 @@ def check_external_entries(
         if entry.path in relisted:
             raise ValueError(f"part {entry.path!r} is already listed by the live version of dataset {key!r}")
         _check_partition_values(key, entry, schema, partition_by)
+        mismatch = folder_mismatch(entry.path, partition_by, entry.partition_values, schema)
+        if mismatch is not None:
+            raise ValueError(
+                f"dataset {key!r}: {mismatch}; a Hive reader (pyarrow, Spark, DuckDB) would read the values of "
+                "its folder. Write the part into the folder of its partition values; nothing was committed"
+            )
 
     def check(entry: FileEntry) -> None:
         _check_file(store, key, entry, schema, partition_by)

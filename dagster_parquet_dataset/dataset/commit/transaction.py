@@ -411,6 +411,7 @@ class Transaction:
             self._take_back(committed)  # raises, unless a later commit or delete replaced it already
             return committed
         self._finish(committed)
+        self.options.after_commit(self.key, self.pending.current, committed)  # the Delta log, if kept
         return committed
 
     def _take_back(self, committed: DatasetManifest) -> None:

@@ -9,9 +9,30 @@ SUCCESS_NAME = "_SUCCESS"
 CLAIM_NAME = "_claim"
 SINGLE_FILE_NAME = "data.parquet"
 VERSIONS_DIR = "_versions"
+#: The Delta log (``delta_log=True``) and the manifests its writers hand over (see ``delta/log_writer.py``).
+DELTA_DIRS = ("_delta_log", "_delta_manifests")
+SEGMENTS_DIR = "_segments"
+#: The Spark layer's staging folders under a dataset key start with this.
+STAGING_PREFIX = "_spark_staging-"
 RESERVED_NAMES = (MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME)
+#: Folders a dataset keeps for itself under its key.
+RESERVED_FOLDERS = (VERSIONS_DIR, SEGMENTS_DIR)
+#: A store's hidden files beside an object (``LocalStore``'s ``.manifest.json.lock`` and ``.<name>.<hex>.tmp``).
+HIDDEN_SUFFIXES = (".lock", ".tmp")
+#: Every name the format reserves, as an error message lists them.
+RESERVED_DESCRIPTION = (
+    f"{MANIFEST_NAME}, {SUCCESS_NAME}, {CLAIM_NAME}, {VERSIONS_DIR}/, {SEGMENTS_DIR}/, {STAGING_PREFIX}*, "
+    "hidden lock and temporary files"
+)
 
 _VERSION_FILE = re.compile(r"(\d{20})\.json")
+
+
+def is_reserved_segment(segment: str) -> bool:
+    """Whether one segment of a key (a file or folder name) is a name a dataset keeps for its own files:
+    the one list of reserved names, used for dataset keys and for Dagster partition keys."""
+    hidden = segment.startswith(".") and segment.endswith(HIDDEN_SUFFIXES)
+    return segment in RESERVED_NAMES or segment in RESERVED_FOLDERS or segment.startswith(STAGING_PREFIX) or hidden
 
 
 def version_path(version: int) -> str:
@@ -54,4 +75,6 @@ def is_spec_name(path: str) -> bool:
 
 def is_reserved(relative: str) -> bool:
     """Whether ``relative`` (a path relative to a dataset key) names one of the dataset's own files."""
+    if relative.split("/", 1)[0] in DELTA_DIRS:
+        return True
     return relative in RESERVED_NAMES or relative == VERSIONS_DIR or relative.startswith(VERSIONS_DIR + "/")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
@@ -153,3 +154,52 @@ def add_partition_columns(
             schema.field(col), pa.repeat(partition_scalar(partition_values.get(col), typ), table.num_rows)
         )
     return table
+
+
+def folder_mismatch(
+    path: str, partition_by: Sequence[str], values: Mapping[str, Any] | None, schema: pa.Schema
+) -> str | None:
+    """Why the folder of the part ``path`` (relative to its dataset) disagrees with its ``values``, or ``None``.
+
+    A Hive reader (pyarrow, Spark, DuckDB) takes a part's partition values from
+    its ``col=value`` folders, this package from its manifest entry, so the two
+    must agree: the part lies in exactly one folder level per partition column,
+    in order, each named after its column and holding its value (``%XX``
+    unescaped; ``__HIVE_DEFAULT_PARTITION__`` for a null). A folder value that
+    is spelled otherwise but means the same value of the column's type (Spark's
+    ``2024-01-02 03:04:05`` timestamps) agrees too. An unpartitioned dataset's
+    parts may lie in any folder.
+    """
+    if not partition_by:
+        return None
+    folders = path.split("/")[:-1]
+    values = values or {}
+    wanted = partition_folder(
+        partition_by, [partition_scalar(values.get(c), schema.field(c).type).as_py() for c in partition_by]
+    )
+    where = "at the dataset's root" if not folders else f"in the folder {'/'.join(folders)!r}"
+    mismatch = f"part {path!r} lies {where}, but its partition values {dict(values)!r} belong in {wanted!r}"
+    if len(folders) != len(partition_by):
+        return mismatch
+    for col, folder in zip(partition_by, folders, strict=True):
+        name, eq, raw = folder.partition("=")
+        if not eq or unquote(name) != col:
+            return mismatch
+        if not _same_value(unquote(raw), values.get(col), schema.field(col).type):
+            return mismatch
+    return None
+
+
+def _same_value(folder_value: str, raw: Any, typ: pa.DataType) -> bool:
+    """Whether a decoded folder value means the manifest partition value ``raw`` of type ``typ``."""
+    value = partition_scalar(raw, typ)
+    if folder_value == HIVE_NULL:
+        return not value.is_valid or value.as_py() == ""
+    if not value.is_valid:
+        return False
+    if folder_value == _path_value(value.as_py()):
+        return True
+    try:
+        return bool(pa.scalar(folder_value).cast(typ).equals(value))
+    except (pa.ArrowException, ValueError, TypeError):
+        return False

@@ -32,8 +32,8 @@ import pyarrow.parquet as pq
 from ...errors import ManifestCorrupted, NotFound
 from ...storage.base import Store
 from ..expressions.segment_pruning import pruning_columns
+from .layout import SEGMENTS_DIR
 
-SEGMENTS_DIR = "_segments"
 #: Trailing segments are merged while the one before the last holds at most this many times the last's rows.
 _MERGE_RATIO = 2
 MIN_DEAD = 64

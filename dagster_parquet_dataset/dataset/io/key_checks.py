@@ -10,7 +10,7 @@ halfway through a write.
 
 Datasets may nest (``a`` and ``a/b``), but never inside each other's files: a
 key may not use a name a dataset keeps for its own files (``manifest.json``,
-``_SUCCESS``, ``_claim``, ``_versions``, ``_spark_staging-*``, a store's hidden
+``_SUCCESS``, ``_claim``, ``_versions``, ``_segments``, ``_spark_staging-*``, a store's hidden
 lock and temporary files), may not be (or lie inside) a partition folder or a
 listed file of a dataset above it, and a partitioned write may not put parts
 into a folder that already holds another dataset. Otherwise one dataset's
@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from ...errors import DatasetIncomplete, DatasetNotFound, ManifestCorrupted, NotFound
 from ...storage.base import Store
-from ..format.layout import CLAIM_NAME, MANIFEST_NAME, SUCCESS_NAME, VERSIONS_DIR
+from ..format.layout import CLAIM_NAME, HIDDEN_SUFFIXES, MANIFEST_NAME, RESERVED_DESCRIPTION, is_reserved_segment
 from ..format.partition import partition_folder
 from ..manifest import DatasetManifest
 from .parallel import parallel_map
@@ -44,13 +44,6 @@ PART_NAME_BYTES = 48
 _NAMED = 5
 
 _MANIFEST = MANIFEST_NAME
-
-#: Folder and file names a dataset keeps for itself under its key: never a segment of a dataset key.
-_RESERVED_SEGMENTS = frozenset({MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME, VERSIONS_DIR})
-#: The Spark layer's staging folders under a dataset key start with this.
-_STAGING_PREFIX = "_spark_staging-"
-#: A store's hidden files beside an object (``LocalStore``'s ``.manifest.json.lock`` and ``.<name>.<hex>.tmp``).
-_HIDDEN_SUFFIXES = (".lock", ".tmp")
 
 
 def _short(text: str, limit: int = 60) -> str:
@@ -81,14 +74,12 @@ def check_key_fits(store: Store, key: str) -> None:
 def _check_reserved(key: str) -> None:
     segments = key.split("/")
     for i, segment in enumerate(segments):
-        hidden = segment.startswith(".") and segment.endswith(_HIDDEN_SUFFIXES)
-        if segment in _RESERVED_SEGMENTS or segment.startswith(_STAGING_PREFIX) or hidden:
+        if is_reserved_segment(segment):
             owner = "/".join(segments[:i])
             where = f"inside the folder of {owner!r}, " if owner else ""
             raise ValueError(
                 f"dataset key {_short(key)} uses the name {segment!r}, {where}which a dataset keeps for its own "
-                f"files ({MANIFEST_NAME}, {SUCCESS_NAME}, {CLAIM_NAME}, {VERSIONS_DIR}/, {_STAGING_PREFIX}*, "
-                "hidden lock and temporary files); a dataset there would overwrite or delete them. "
+                f"files ({RESERVED_DESCRIPTION}); a dataset there would overwrite or delete them. "
                 "Use another name for that segment"
             )
 
@@ -249,7 +240,7 @@ def check_write_fits(
 
 def _is_hidden_marker(path: str) -> bool:
     name = path.rpartition("/")[2]
-    return name.startswith(".") and name.endswith(_HIDDEN_SUFFIXES)
+    return name.startswith(".") and name.endswith(HIDDEN_SUFFIXES)
 
 
 def missing_dataset_error(key: str, paths: Iterable[str]) -> DatasetIncomplete:

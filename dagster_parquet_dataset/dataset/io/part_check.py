@@ -34,6 +34,7 @@ PROBLEM_KINDS: dict[str, str] = {
     "schema": "a part's schema is not one the manifest's schema reads",
     "statistics": "a part's column statistics differ from those the manifest records",
     "path": "a part's footer says it was written as another part (moved or swapped on storage)",
+    "partition": "a part's col=value folders disagree with the partition values its entry records",
 }
 
 _TAG = PART_PATH_KEY.encode("utf-8")
@@ -61,7 +62,7 @@ class VerifyProblem:
             for a problem with the manifest itself).
         kind: one of :data:`PROBLEM_KINDS`: ``"manifest"``, ``"missing"``,
             ``"size"``, ``"footer"``, ``"rows"``, ``"schema"``,
-            ``"statistics"``, ``"path"``.
+            ``"statistics"``, ``"path"``, ``"partition"``.
         message: one line that says what is wrong, with the expected and found values.
     """
 

@@ -3,7 +3,8 @@
 For each part the manifest lists, :func:`verify_dataset` checks that the file
 exists, has the recorded size, and that its footer (never a data page) records
 the manifest's row count, a schema the manifest's schema reads, the statistics
-the manifest recorded and, for parts our writer tagged, its own path. Unlike a
+the manifest recorded and, for parts our writer tagged, its own path; and that
+its ``col=value`` folders spell the partition values its entry records. Unlike a
 read, which stops at the first bad part, it reports every problem it finds.
 """
 
@@ -15,9 +16,12 @@ from dataclasses import dataclass
 from threading import Lock
 from typing import Any
 
+import pyarrow as pa
+
 from ...errors import DatasetNotFound, ManifestCorrupted
 from ...storage.base import Capability, Store
 from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
+from ..format.partition import folder_mismatch
 from ..format.segments import check_segments
 from ..manifest import DatasetManifest, FileEntry
 from .key_checks import missing_dataset_error
@@ -98,6 +102,17 @@ def _actual_sizes(store: Store, key: str) -> dict[str, int] | None:
     return {info.path[start:]: info.size for info in store.list_files(key)}
 
 
+def _folder_problems(entry: FileEntry, partition_by: Sequence[str], schema: pa.Schema) -> list[VerifyProblem]:
+    """A ``partition`` problem if ``entry``'s folders disagree with its partition values (no I/O)."""
+    try:
+        mismatch = folder_mismatch(entry.path, partition_by, entry.partition_values, schema)
+    except (KeyError, TypeError, ValueError, pa.ArrowException) as exc:  # values the schema cannot hold
+        mismatch = f"part {entry.path!r}: its partition values {entry.partition_values!r} do not decode ({exc})"
+    if mismatch is None:
+        return []
+    return [VerifyProblem(entry.path, "partition", f"{mismatch}; a Hive reader reads the folder's values")]
+
+
 def verify_parts(
     store: Store,
     key: str,
@@ -135,6 +150,8 @@ def verify_parts(
             if listed is None
             else part_check.problems(store, entry, size=listed.get(entry.path))
         )
+        if schema is not None:
+            found.extend(_folder_problems(entry, manifest.partition_by, schema))
         if progress is not None:
             with lock:
                 done += 1

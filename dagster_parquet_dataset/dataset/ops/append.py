@@ -16,8 +16,10 @@ from ...errors import CommitConflict
 from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
-from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest
+from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest, repair_success
+from ..delta import check_delta_schema, delta_ready
 from ..format.data_version import entries_hash
+from ..format.layout import SUCCESS_NAME
 from ..format.partition import check_partition_by
 from ..format.schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
 from ..io.key_checks import check_key_fits, check_write_fits
@@ -151,6 +153,8 @@ def append_dataset(
     """See :meth:`ParquetDatasetStore.append_dataset`."""
     key = validate_key(key, what="dataset key")
     check_input(table, "append_dataset")
+    if options.delta_log:
+        table = delta_ready(table, key=key)
     args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
     txn, partition, target = _begin(options, key, table.schema, *args)
     if target is not None:
@@ -161,7 +165,20 @@ def append_dataset(
         entries = write_parts(options, txn, table, partition)
     build = append_builder(options, key, entries, incoming, partition, txn.pending, allow_new_columns)
     content = entries_hash(entries) if idempotency_key is not None else None
-    return txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
+    committed = txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
+    if txn.recognised:
+        complete_recognised(options, key)
+    return committed
+
+
+def complete_recognised(options: DatasetOptions, key: str) -> None:
+    """After a recognised exactly-once retry: write the ``_SUCCESS`` the earlier attempt may have died
+    before writing (this package's readers repair it, a Spec 042 reader raises ``DatasetIncomplete``).
+
+    Costs one ``exists``; never raises for a marker it cannot write (as a read's repair).
+    """
+    if not options.store.exists(f"{key}/{SUCCESS_NAME}"):
+        repair_success(options.store, key)
 
 
 def begin_append(
@@ -178,6 +195,8 @@ def begin_append(
     key = validate_key(key, what="dataset key")
     if not isinstance(schema, pa.Schema):
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
+    if options.delta_log:
+        check_delta_schema(schema, key=key)
     txn, partition, target = _begin(
         options, key, schema, run_id, metadata, partition_by, allow_new_columns, expect_owner
     )

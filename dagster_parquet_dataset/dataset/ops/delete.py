@@ -5,10 +5,12 @@ and no parts) by compare-and-swap against the live version, so it is ordered
 with every other commit: a writer that committed before it is deleted with
 the dataset, a writer whose commit comes after it loses its race, sees the
 tombstone and fails with :class:`CommitConflict` (its parts are removed), and
-nobody commits on top of a dataset being deleted. ``_SUCCESS`` goes first (readers
-see the dataset absent), then the tombstone lands, then every file the dataset had
-when it landed, and the tombstone last. A writer that begins on the tombstone
-(the delete may have died) replaces it.
+nobody commits on top of a dataset being deleted. The tombstone goes first (from
+then on this package's readers see the dataset absent, and none writes ``_SUCCESS``
+back), then ``_SUCCESS`` (a Spec 042 reader sees it absent too), then every file the
+dataset had when the tombstone landed, and the tombstone last. A writer that begins
+on the tombstone (the delete may have died) replaces it. A store without
+conditional writes has no tombstone: there ``_SUCCESS`` goes first.
 """
 
 from __future__ import annotations
@@ -45,10 +47,10 @@ def delete_dataset(options: DatasetOptions, key: str) -> None:
     if not own_files(store, key):
         raise NotFound(f"dataset {key!r} does not exist")
     manifest_path = f"{key}/{MANIFEST_NAME}"
-    # _SUCCESS first: if this delete dies before its tombstone lands, the dataset is still whole (a reader
-    # writes the marker back); once the tombstone landed, a dataset without the marker reads as absent.
-    store.delete(f"{key}/{SUCCESS_NAME}", missing_ok=True)
+    # The tombstone first: from the moment it lands readers see the dataset absent and none writes _SUCCESS
+    # back (with _SUCCESS removed first, a reader in between repaired it and read the whole dataset).
     token = _commit_tombstone(options, key) if store.supports(Capability.CONDITIONAL_WRITE) else None
+    store.delete(f"{key}/{SUCCESS_NAME}", missing_ok=True)
     # Only the files there when the tombstone landed: a writer that begins after it writes new parts and
     # may commit them on top of the tombstone; one that began before it loses its race and removes its own.
     for info in own_files(store, key):

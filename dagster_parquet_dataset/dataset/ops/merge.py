@@ -30,6 +30,7 @@ from ..io.key_checks import check_key_fits, check_write_fits
 from ..io.parallel import parallel_map
 from ..io.read_parts import read_parts
 from ..manifest import DatasetManifest, FileEntry
+from .append import complete_recognised
 from .history import read_manifest
 from .merge_plan import (
     MergePlan,
@@ -199,6 +200,7 @@ def _merge_into(
         idempotency=idempotency,
     )
     if txn.recognised:  # an earlier attempt committed this merge: nothing changed now
+        complete_recognised(options, key)
         return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version)
     return _result(committed, new_entries, rewritten, len(insert_rows), updated)
 

@@ -90,7 +90,8 @@ def committed_manifest(store: Store, key: str, version: int | None = None) -> Da
 def dataset_exists(store: Store, key: str) -> bool:
     """See :meth:`ParquetDatasetStore.dataset_exists`."""
     if store.exists(f"{key}/{SUCCESS_NAME}"):
-        return True
+        # A delete that died between its tombstone and removing _SUCCESS left both: the dataset is deleted.
+        return not (store.supports(Capability.CONDITIONAL_WRITE) and is_tombstone(read_raw(store, key)[0]))
     return store.exists(f"{key}/{MANIFEST_NAME}") and repair_success(store, key) is not None
 
 

@@ -11,7 +11,8 @@ from datetime import datetime, timedelta, timezone
 
 from ...storage.base import Capability, FileInfo, Store
 from .._dataset_options import DatasetOptions, check_positive
-from ..format.layout import CLAIM_NAME, MANIFEST_NAME, SUCCESS_NAME, version_path
+from ..delta import expire_log
+from ..format.layout import CLAIM_NAME, DELTA_DIRS, MANIFEST_NAME, SUCCESS_NAME, version_path
 from ..io.key_checks import check_key_fits
 from ..manifest import DatasetManifest
 from .history import history
@@ -55,12 +56,17 @@ def vacuum(
     max_age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
     grace = grace_period.total_seconds() if isinstance(grace_period, timedelta) else float(grace_period)
     versions = history(store, key)  # the live manifest first, then older complete copies
-    doomed, retained = plan_vacuum(key, versions, own_files(store, key), retain_versions, max_age, grace, time.time())
+    files = own_files(store, key)
+    doomed, retained = plan_vacuum(key, versions, files, retain_versions, max_age, grace, time.time())
+    has_log = any(f.path.startswith(f"{key}/{DELTA_DIRS[0]}/") for f in files)
     if not dry_run:
         for done, path in enumerate(doomed, 1):
             store.delete(path, missing_ok=True)
             if progress is not None:
                 progress(done, len(doomed))
+        if retained and has_log:
+            # The Delta log's entries expire with the versions (its own files are never in ``doomed``).
+            doomed += expire_log(store, key, min(m.version for m in retained))
     return VacuumResult(tuple(doomed), tuple(m.version for m in retained), dry_run)
 
 
@@ -95,8 +101,8 @@ def plan_vacuum(
     doomed: list[str] = []
     for info in files:
         rel = info.path[len(key) + 1 :]
-        if rel in referenced:
-            continue
+        if rel in referenced or rel.split("/", 1)[0] in DELTA_DIRS:
+            continue  # the Delta log expires by its own rule (delta.expire_log)
         if rel in once_referenced or (info.modified is not None and now - info.modified > grace):
             doomed.append(info.path)
     return doomed, retained

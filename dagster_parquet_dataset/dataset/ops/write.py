@@ -13,6 +13,7 @@ from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
 from ..commit.transaction import PendingWrite, Transaction, new_manifest, repair_success
+from ..delta import check_delta_schema, delta_ready
 from ..format.layout import SUCCESS_NAME
 from ..format.partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
 from ..format.schema import check_column_names, recorded_schema
@@ -52,6 +53,8 @@ def write_dataset(
     """See :meth:`ParquetDatasetStore.write_dataset`."""
     key = validate_key(key, what="dataset key")
     check_input(table, "write_dataset")
+    if options.delta_log:
+        table = delta_ready(table, key=key)
     check_column_names(table.schema, key=key)
     partition = check_partition_by(partition_by, table.schema)
     check_key_fits(options.store, key)
@@ -137,6 +140,8 @@ def commit_write(
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
     check_key_fits(options.store, pending.key)
     partition = check_partition_by(partition_by, schema)
+    if options.delta_log:
+        check_delta_schema(schema, key=pending.key)
     schema = recorded_schema(schema, partition, key=pending.key)
     # An overwrite's parts are new files too: reusing one the live version lists would let the
     # clean-up of a failed commit, or the next overwrite's obsolete list, delete a live file.

@@ -1,0 +1,44 @@
+"""The command line's Delta log: ``sync-delta-log`` over a key, a prefix or ``--all``; ``--delta-log``."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+from deltalake import DeltaTable
+
+from dagster_parquet_dataset import ParquetDatasetStore
+
+from ._cli import Target
+
+
+def test_sync_delta_log_over_a_key_a_prefix_and_all(local: Target) -> None:
+    ds = ParquetDatasetStore(local.store)  # written before delta_log was on
+    for key in ("sales/a", "sales/b", "other/c"):
+        ds.write_dataset(pa.table({"x": [1]}), key)
+    ds.append_dataset(pa.table({"x": [2]}), "sales/a")
+
+    one = local.cli("sync-delta-log", "sales/a")
+    assert one.returncode == 0, one.stderr
+    assert one.stdout.strip() == "sales/a: Delta version 2"
+    assert DeltaTable(local.store.uri("sales/a")).version() == 2
+
+    prefix = local.cli("sync-delta-log", "sales", "--json")
+    assert prefix.returncode == 0, prefix.stderr
+    assert {d["key"]: d["delta_version"] for d in json.loads(prefix.stdout)["datasets"]} == {"sales/a": 2, "sales/b": 1}
+    assert not local.store.exists("other/c/_delta_log/00000000000000000000.json")
+
+    every = local.cli("sync-delta-log", "--all")
+    assert every.returncode == 0, every.stderr
+    assert sorted(DeltaTable(local.store.uri(k)).version() for k in ("sales/a", "sales/b", "other/c")) == [1, 1, 2]
+
+
+def test_delta_log_option_makes_the_cli_s_commits_write_the_log(local: Target) -> None:
+    ds = ParquetDatasetStore(local.store, delta_log=True, max_rows_per_file=1)
+    ds.write_dataset(pa.table({"x": [1, 2, 3]}), "t")
+    compacted = local.cli("compact", "t", "--delta-log")
+    assert compacted.returncode == 0, compacted.stderr
+    live = ds.read_manifest("t")
+    assert live.version == 2
+    assert DeltaTable(local.store.uri("t")).version() == 2
+    assert sorted(DeltaTable(local.store.uri("t")).to_pyarrow_table().column("x").to_pylist()) == [1, 2, 3]

@@ -625,7 +625,7 @@ class Transaction:
         Files inside a dataset nested in this one's folder are never deleted."""
         key = self.key
         self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        self._drop_unused_segments({s.path for s in committed.segments})
+        self._drop_unused_segments({s.path for s in committed.segments})  # the segments the version lists
         copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
         others = [p for p in committed.obsolete if p not in copies]
         data = [p for p in not_referenced(others, committed) if deletable(p)]
@@ -633,8 +633,7 @@ class Transaction:
         delete_quietly(self.store, (f"{key}/{p}" for p in outside_nested(self.store, key, data)))
 
     def _drop_unused_segments(self, committed: set[str]) -> None:
-        """Segments this transaction wrote on attempts that lost a race, unless some version lists them
-        (``committed``: the segments the committed version lists)."""
+        """Segments this transaction wrote on attempts that lost a race, unless some version lists them."""
         prefix = f"{self.key}/{SEGMENTS_DIR}/"
         unused = [p for p in self.created if p.startswith(prefix) and p[len(self.key) + 1 :] not in committed]
         if unused:

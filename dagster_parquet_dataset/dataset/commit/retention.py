@@ -27,6 +27,7 @@ from .._dataset_options import DatasetOptions
 from ..format.layout import VERSIONS_DIR, version_of, version_path
 from ..manifest import DatasetManifest
 from .nested import deletable
+from .referenced import dropped_files, not_referenced
 
 #: The default ``retain_for``: how long a replaced version stays readable.
 DEFAULT_RETAIN_FOR = timedelta(days=7)
@@ -83,13 +84,12 @@ def obsolete_files(
     if current is None:
         return ()
     store = options.store
-    keep = set(new.referenced())
     inherited = [p for p in current.obsolete if deletable(p)]
     retain, retain_for = options.retain_versions, options.retain_for
-    if retain == 1:
-        gone = set(current.referenced()).difference(keep)  # set work first: an append removes nothing
-        doomed = dict.fromkeys([*inherited, *(p for p in current.referenced() if p in gone)] if gone else inherited)
-        return tuple(p for p in doomed if p not in keep and deletable(p))
+    if retain == 1:  # no set of every part: one pass over them (an append that only adds files needs none)
+        doomed = list(dict.fromkeys([*inherited, *dropped_files(current, new)]))
+        return tuple(p for p in not_referenced(doomed, new) if deletable(p))
+    keep = set(new.referenced())
     keep.update(current.referenced())  # current is retained: its copy is written with this commit
     doomed = list(inherited)
     if retain is not None:

@@ -64,6 +64,7 @@ from ..format.segments import SEGMENTS_DIR, SegmentGone
 from ..manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
 from .nested import deletable, outside_nested
 from .owner import check_expect_owner, check_owner
+from .referenced import not_referenced
 from .retention import obsolete_files, read_version_copy, version_copies
 from .retry import Backoff
 from .segment_commit import commit_segments
@@ -581,10 +582,10 @@ class Transaction:
         Files inside a dataset nested in this one's folder are never deleted."""
         key = self.key
         self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        live = set(committed.referenced())
-        self._drop_unused_segments(live)
+        self._drop_unused_segments({s.path for s in committed.segments})  # the segments the version lists
         copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
-        data = [p for p in committed.obsolete if p not in copies and p not in live and deletable(p)]
+        others = [p for p in committed.obsolete if p not in copies]
+        data = [p for p in not_referenced(others, committed) if deletable(p)]
         delete_quietly(self.store, (f"{key}/{p}" for p in copies))
         delete_quietly(self.store, (f"{key}/{p}" for p in outside_nested(self.store, key, data)))
 

@@ -51,4 +51,4 @@ def commit_segments(
         base, changed = (), table_entries(whole)
     if segments.fits_inline(changed):
         return base, tuple(changed)
-    return plan_segments(store, key, base, entries_table(changed, new.schema), new.parts, name, record), ()
+    return plan_segments(store, key, base, entries_table(changed, new.schema), new.parts, name=name, record=record), ()

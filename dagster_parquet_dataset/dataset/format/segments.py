@@ -331,6 +331,7 @@ def plan_segments(
     base: Sequence[SegmentRef],
     fresh: pa.Table | None,
     parts: Sequence[str],
+    *,
     name: Callable[[], str],
     record: Callable[[str], None],
 ) -> tuple[SegmentRef, ...]:

@@ -207,7 +207,7 @@ def compact(
             Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="compact datasets"
         )
         try:
-            return _rewrite(options, key, current, token, schema, groups, run_id)
+            return _rewrite(options, key, current, token, schema, groups=groups, run_id=run_id)
         except PartsVanished as exc:
             latest, _token = read_current(options.store, key)
             if latest is not None and latest.version == current.version:
@@ -233,6 +233,7 @@ def _rewrite(
     current: DatasetManifest,
     token: str | None,
     schema: pa.Schema,
+    *,
     groups: list[CompactGroup],
     run_id: str | None,
 ) -> CompactResult:
@@ -260,8 +261,8 @@ def _rewrite(
             names[i],
             file_schema,
             chunk_batches(batches, file_schema, rows),
-            part_options,
-            group.entries[0].partition_values,
+            options=part_options,
+            partition_values=group.entries[0].partition_values,
             tag=True,
         )
 

@@ -52,6 +52,7 @@ def split_candidates(
     keys: Sequence[str],
     partition: Sequence[str],
     index: Any,
+    *,
     wanted: set[tuple[Any, ...]],
 ) -> tuple[list[FileEntry], list[FileEntry]]:
     """The files whose statistics ``index`` says may hold a key: those in the ``wanted`` partitions
@@ -183,6 +184,7 @@ def plan_merge(
     source_schema: pa.Schema,
     key_columns: Sequence[str],
     strategy: str,
+    *,
     key_ranges: Mapping[str, tuple[Any, Any]],
     partitions: Sequence[Sequence[Any]] | None,
     partition_by: Sequence[str] | None,
@@ -229,7 +231,7 @@ def plan_merge(
     index = RangeIndex(ranges)  # type: ignore[arg-type]
     wanted = {tuple(encode_partition_values(partition, list(p), schema).values()) for p in partitions or ()}
     files = current.files if key_ranges else ()  # no changes: nothing can match
-    candidates, elsewhere = split_candidates(files, schema, keys, partition, index, wanted)
+    candidates, elsewhere = split_candidates(files, schema, keys, partition, index, wanted=wanted)
     return MergePlan(
         key=key,
         txn=txn,

@@ -45,8 +45,8 @@ def vacuum(
     retain_versions: int | None,
     older_than: timedelta | float | None,
     grace_period: timedelta | float,
-    progress: Callable[[int, int], None] | None,
     *,
+    progress: Callable[[int, int], None] | None,
     dry_run: bool,
 ) -> VacuumResult:
     """See :meth:`ParquetDatasetStore.vacuum` (``key`` already validated; :data:`UNSET` limits are the store's)."""
@@ -60,7 +60,7 @@ def vacuum(
     grace = grace_period.total_seconds() if isinstance(grace_period, timedelta) else float(grace_period)
     versions = history(store, key)  # the live manifest first, then older complete copies
     files = own_files(store, key)
-    doomed, retained = plan_vacuum(key, versions, files, retain_versions, max_age, grace, time.time())
+    doomed, retained = plan_vacuum(key, versions, files, retain_versions, max_age, grace=grace, now=time.time())
     has_log = any(f.path.startswith(f"{key}/{DELTA_DIRS[0]}/") for f in files)
     if not dry_run:
         for done, path in enumerate(doomed, 1):
@@ -79,6 +79,7 @@ def plan_vacuum(
     files: Sequence[FileInfo],
     keep_count: int | None,
     max_age: float | None,
+    *,
     grace: float,
     now: float,
 ) -> tuple[list[str], list[DatasetManifest]]:

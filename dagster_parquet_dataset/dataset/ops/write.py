@@ -47,10 +47,10 @@ def write_dataset(
     key: str,
     overwrite: bool,
     run_id: str | None,
+    *,
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
     expect_owner: Mapping[str, str | None] | None = None,
-    *,
     live: LiveVersion | None = None,
 ) -> DatasetManifest:
     """See :meth:`ParquetDatasetStore.write_dataset` (``live``: the live version already read, see :mod:`..commit.live`)."""
@@ -89,6 +89,7 @@ def begin_write(
     overwrite: bool,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    *,
     expect_owner: Mapping[str, str | None] | None = None,
 ) -> PendingWrite:
     """See :meth:`ParquetDatasetStore.begin_write`."""
@@ -180,10 +181,16 @@ def write_parts(
     if not partition_by:
         if options.max_rows_per_file is None:
             name = pending.single_name()
-            return [stream_single(store, f"{key}/{name}", name, data, part_options, txn.created)]
+            return [stream_single(store, f"{key}/{name}", name, data, part_options, attempted=txn.created)]
         if not isinstance(data, pa.Table):  # a stream: one row group in memory at a time
             return stream_parts(
-                store, key, pending.part_name, data, options.max_rows_per_file, part_options, txn.created
+                store,
+                key,
+                pending.part_name,
+                data,
+                options.max_rows_per_file,
+                options=part_options,
+                attempted=txn.created,
             )
         chunks = table_chunks(data, options.max_rows_per_file)
         jobs = (PartJob(f"{key}/{pending.part_name(i)}", pending.part_name(i), c) for i, c in enumerate(chunks))

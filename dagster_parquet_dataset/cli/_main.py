@@ -289,10 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
     try:
         store = open_store(args.store, endpoint_url=args.endpoint_url, region=args.region)
-        # The writers' retain_versions is not recorded anywhere, so a commit made here (compact) keeps every
-        # version unless told otherwise: the command line never drops history behind a user's back.
-        # Reclaim the space with vacuum --retain-versions N.
-        datasets = ParquetDatasetStore(store, retain_versions=None, delta_log=args.delta_log)
+        # The writers' retention (retain_versions, retain_for) is not recorded anywhere, so a commit made here
+        # (compact) keeps every version unless told otherwise: the command line never drops history behind a
+        # user's back. Reclaim the space with vacuum --retain-versions N or --older-than AGE.
+        datasets = ParquetDatasetStore(store, retain_versions=None, retain_for=None, delta_log=args.delta_log)
         return COMMANDS[args.command](args, datasets)
     except UsageError as exc:
         return _fail(f"{exc} (see {PROG} {args.command} --help)", USAGE_ERROR)

@@ -30,6 +30,7 @@ from ..storage.base import validate_key
 from .commit.live import LiveVersion
 from .commit.live import read_live as _read_live
 from .expressions.merge_keys import MergeResult
+from .format.segments import SegmentGone
 from .io.read_parts import ReadPlan
 from .manifest import DatasetManifest
 from .ops import append, merge, write
@@ -125,7 +126,10 @@ class PinnedDatasets(ParquetDatasetStore):
         """
         if version is not None or as_of is not None or key not in self.pins.keys:
             return super().plan_read(key, filters=filters, version=version, as_of=as_of)
-        return plan_manifest(key, self.pins.manifest(key), filters)
+        try:
+            return plan_manifest(key, self.pins.manifest(key), filters)
+        except SegmentGone:  # a commit replaced the pinned version and its segments went: plan on the live one
+            return super().plan_read(key, filters=filters)
 
     def read_dataset(
         self,

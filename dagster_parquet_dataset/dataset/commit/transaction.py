@@ -58,13 +58,14 @@ from ..format.layout import (
     is_spec_name,
     part_name,
     single_name,
-    version_of,
     version_path,
 )
-from ..format.segments import SEGMENTS_DIR
+from ..format.segments import SEGMENTS_DIR, SegmentGone
 from ..manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
 from .nested import deletable, outside_nested
 from .owner import check_expect_owner, check_owner
+from .referenced import not_referenced
+from .retention import obsolete_files, read_version_copy, version_copies
 from .retry import Backoff
 from .segment_commit import commit_segments
 
@@ -169,21 +170,6 @@ def read_current(store: Store, key: str) -> tuple[DatasetManifest | None, str | 
     if is_tombstone(manifest):
         return None, None
     return manifest, token
-
-
-def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest | None:
-    """A retained past version's manifest copy, or ``None`` if it is gone or unreadable."""
-    try:
-        return DatasetManifest.from_json(store.read_bytes(f"{key}/{version_path(version)}"), store, key)
-    except (NotFound, ManifestCorrupted):
-        return None
-
-
-def _version_copies(store: Store, key: str) -> list[int]:
-    if not store.supports(Capability.LIST):
-        return []
-    numbers = (version_of(f.path[len(key) + 1 :]) for f in store.list_files(f"{key}/{VERSIONS_DIR}"))
-    return sorted(n for n in numbers if n is not None)
 
 
 def delete_quietly(store: Store, paths: Iterable[str]) -> None:
@@ -475,13 +461,18 @@ class Transaction:
                 self.recognised = True  # an earlier attempt of this very write committed it
                 return current
             if not (unanswered and token == self._sent_against):  # an unanswered send is re-sent as it was
-                candidate = self._candidate(build(current), current, token).bind(self.store, key)
-            if current is not None and self.options.retain_versions != 1:
+                try:
+                    candidate = self._candidate(build(current), current, token).bind(self.store, key)
+                except SegmentGone:
+                    candidate = None  # a commit replaced `current` and its segments went: build on the new version
+            if candidate is not None and current is not None and self.options.retain_versions != 1:
                 # Keep the replaced version readable: its manifest moves into _versions/.
                 self.store.write_bytes(f"{key}/{version_path(current.version)}", current.to_json().encode("utf-8"))
             unsure: BaseException | None = None
-            self._sent_against, self._in_flight = token, True
+            self._sent_against, self._in_flight = token, candidate is not None
             try:
+                if candidate is None:
+                    raise CommitConflict("lost the race before sending")
                 self._landed = self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
                 self._in_flight = False
                 return candidate
@@ -544,7 +535,7 @@ class Transaction:
         else:
             # No readable live manifest. If there was one (it is corrupt, or was deleted by hand
             # while copies of older versions remain), it was newer than every copy: skip its number too.
-            copied = max(_version_copies(self.store, self.key), default=0)
+            copied = max(version_copies(self.store, self.key), default=0)
             version = copied + 2 if token is not None or copied else 1
             previous, done = (), ()
         ours = () if self._idempotency is None else ((*self._idempotency, self.txn),)
@@ -554,7 +545,7 @@ class Transaction:
             new = new.evolve(segments=segments, added=inline)
         return new.evolve(
             version=version,
-            obsolete=self._obsolete(new, current),
+            obsolete=obsolete_files(self.options, self.key, new, current),
             txn=self.txn,
             txns=(self.txn, *previous)[:TXN_WINDOW],
             idempotency=(*ours, *done)[:TXN_WINDOW],
@@ -585,50 +576,16 @@ class Transaction:
                 f"parts went with it (first: {missing[0]!r}); nothing was committed, write again"
             )
 
-    def _obsolete(self, new: DatasetManifest, current: DatasetManifest | None) -> tuple[str, ...]:
-        """Files no retained version needs once ``new`` replaces ``current``.
-
-        What ``current`` inherited as obsolete is filtered: a reserved name or a
-        path outside the dataset is never deletable, whatever storage says.
-        """
-        if current is None:
-            return ()
-        keep = set(new.referenced())
-        inherited = [p for p in current.obsolete if deletable(p)]
-        retain = self.options.retain_versions
-        if retain is None:
-            return tuple(p for p in inherited if p not in keep)
-        if retain == 1:
-            gone = set(current.referenced()).difference(keep)  # set work first: an append removes nothing
-            doomed = dict.fromkeys([*inherited, *(p for p in current.referenced() if p in gone)] if gone else inherited)
-            return tuple(p for p in doomed if p not in keep and deletable(p))
-        # Versions current.version - retain + 2 .. current.version stay; one drops out.
-        dropped_version = current.version + 1 - retain
-        retained = [current]
-        for v in range(max(dropped_version + 1, 1), current.version):
-            old = read_version_copy(self.store, self.key, v)
-            if old is not None:
-                retained.append(old)
-        for m in retained:
-            keep.update(m.referenced())
-        doomed = list(inherited)
-        if dropped_version >= 1:
-            dropped = read_version_copy(self.store, self.key, dropped_version)
-            if dropped is not None:
-                doomed += [p for p in dropped.referenced() if deletable(p)]
-            doomed.append(version_path(dropped_version))  # the one reserved name a commit itself drops
-        return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
-
     def _finish(self, committed: DatasetManifest) -> None:
         """``_SUCCESS``, then the obsolete files: manifest copies before data files,
         so a crash in between never leaves a listed version without its files.
         Files inside a dataset nested in this one's folder are never deleted."""
         key = self.key
         self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        live = set(committed.referenced())
-        self._drop_unused_segments(live)
+        self._drop_unused_segments({s.path for s in committed.segments})  # the segments the version lists
         copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
-        data = [p for p in committed.obsolete if p not in copies and p not in live and deletable(p)]
+        others = [p for p in committed.obsolete if p not in copies]
+        data = [p for p in not_referenced(others, committed) if deletable(p)]
         delete_quietly(self.store, (f"{key}/{p}" for p in copies))
         delete_quietly(self.store, (f"{key}/{p}" for p in outside_nested(self.store, key, data)))
 
@@ -686,7 +643,7 @@ def _listed_paths(store: Store, key: str) -> set[str]:
     """Every part the live version or a retained ``_versions/`` copy lists."""
     live, _token = read_raw(store, key)
     listed = set(live.referenced()) if live is not None else set()
-    for number in _version_copies(store, key):
+    for number in version_copies(store, key):
         old = read_version_copy(store, key, number)
         if old is not None:
             listed.update(old.referenced())

@@ -93,7 +93,7 @@ def append_builder(
             return make(entries, incoming)
         if latest.partition_by != partition:
             raise CommitConflict(f"dataset {key!r} was repartitioned by a concurrent write; append again")
-        clash = sorted({e.path for e in entries} & set(latest.parts))
+        clash = sorted({e.path for e in entries}.intersection(latest.parts))  # no set of the live parts
         if clash:
             raise ValueError(f"part {clash[0]!r} is already listed by the live version of dataset {key!r}")
         schema = append_schema(key, latest, incoming, allow_new_columns)

@@ -14,6 +14,9 @@
 - ``dataset/`` holds at most 12 entries at its top (its sub-packages map the architecture);
 - no module name is used twice in the package (ignoring a leading ``_``);
 - no module exceeds 700 lines;
+- one module outside ``storage/`` makes conditional writes (``Store.write_if``):
+  ``dataset/commit/conditional.py``; every commit, tombstone, claim and Delta log put-if-absent
+  goes through it;
 - no test-only (fault injection) names in the package.
 """
 
@@ -210,6 +213,21 @@ def test_no_module_name_used_twice() -> None:
 def test_module_sizes() -> None:
     sizes = {name: len(path.read_text(encoding="utf-8").splitlines()) for name, path in MODULES.items()}
     assert {name: n for name, n in sizes.items() if n > 700} == {}
+
+
+#: The one module outside ``storage/`` that may call ``Store.write_if``.
+CONDITIONAL_WRITER = f"{PACKAGE}.dataset.commit.conditional"
+
+
+def test_one_module_outside_storage_makes_conditional_writes() -> None:
+    callers = {
+        name
+        for name, path in MODULES.items()
+        if not name.startswith(f"{PACKAGE}.storage")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Attribute) and node.attr == "write_if"
+    }
+    assert callers == {CONDITIONAL_WRITER}
 
 
 def test_no_fault_injection_in_the_package() -> None:

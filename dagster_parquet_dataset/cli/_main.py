@@ -122,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = command(
         "ls",
-        "list the datasets under a prefix: key, version, rows, files, bytes, last run id, age "
-        "(one line per asset when partition datasets are found)",
+        "list the datasets under a prefix, one line per asset (its partition datasets together): partitions, "
+        "versions, rows, files, bytes, newest run id, age; the same columns whatever the store",
     )
     ls.add_argument(
         "prefix", nargs="?", default="", type=_prefix_arg, metavar="PREFIX", help="a folder of the store (default: all)"
@@ -134,10 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
         dest="assets",
         action="store_true",
         default=None,
-        help="one line per asset, its partition datasets together (the default when partitions are found)",
+        help="one line per asset, its partition datasets together (the default)",
     )
     grouping.add_argument(
-        "--datasets", dest="assets", action="store_false", help="one line per dataset, partitions included"
+        "--datasets",
+        dest="assets",
+        action="store_false",
+        help="one line per dataset, partitions included (the same columns)",
     )
 
     show = command(

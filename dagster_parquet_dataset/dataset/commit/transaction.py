@@ -38,13 +38,9 @@ Rules it enforces:
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-
-import pyarrow as pa
+from dataclasses import dataclass, field
 
 from ...errors import AlreadyExists, CommitConflict, CommitOutcomeUnknown, ManifestCorrupted, NotFound
 from ...storage.base import Capability, Store
@@ -61,13 +57,16 @@ from ..format.layout import (
     version_path,
 )
 from ..format.segments import SEGMENTS_DIR, SegmentGone
-from ..manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
+from ..manifest import DatasetManifest
+from .conditional import put_if_absent, read_raw, swap_manifest
 from .nested import deletable, outside_nested
+from .new_version import new_txn
 from .owner import check_expect_owner, check_owner
 from .referenced import not_referenced
 from .retention import obsolete_files, read_version_copy, version_copies
 from .retry import Backoff
 from .segment_commit import commit_segments
+from .tombstone import is_tombstone, swap_in_tombstone
 
 log = logging.getLogger(__name__)
 
@@ -76,14 +75,6 @@ log = logging.getLogger(__name__)
 TXN_WINDOW = 64
 #: Retries of a commit whose outcome the store did not report, before giving up.
 _UNANSWERED_RETRIES = 3
-
-#: The ``operation`` of the manifest a delete commits before it removes the dataset's files.
-TOMBSTONE_OPERATION = "delete"
-
-
-def new_txn() -> str:
-    """A write token, unique to one transaction."""
-    return uuid.uuid4().hex[:16]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -137,30 +128,6 @@ called again after every lost race, and may raise to give up."""
 # ---------------------------------------------------------------------- reading
 
 
-def tombstone(options: DatasetOptions, key: str, version: int) -> DatasetManifest:
-    """The manifest a delete (or a taken-back commit) swaps in: no parts, its own token."""
-    txn = new_txn()
-    mark = new_manifest(options, key, [], pa.schema([]), run_id=None, metadata=None, partition_by=(), operation="")
-    return replace(mark, operation=TOMBSTONE_OPERATION, version=version, txn=txn, txns=(txn,))
-
-
-def read_raw(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
-    """The live manifest (``None`` if absent or corrupt; a delete's tombstone as it is) and its token."""
-    try:
-        raw, token = store.read_versioned(f"{key}/{MANIFEST_NAME}")
-    except NotFound:
-        return None, None
-    try:
-        return DatasetManifest.from_json(raw, store, key), token
-    except ManifestCorrupted:
-        return None, token
-
-
-def is_tombstone(manifest: DatasetManifest | None) -> bool:
-    """Whether ``manifest`` is the marker of a ``delete_dataset`` in progress."""
-    return manifest is not None and manifest.operation == TOMBSTONE_OPERATION
-
-
 def read_current(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
     """The live manifest (``None`` if absent or corrupt) and its token (``None`` if absent).
 
@@ -205,36 +172,6 @@ def repair_success(store: Store, key: str) -> DatasetManifest | None:
         return None
     log.info("dataset %r: wrote the _SUCCESS its last commit did not get to", key)
     return current
-
-
-def new_manifest(
-    options: DatasetOptions,
-    key: str,
-    entries: Sequence[FileEntry],
-    schema: pa.Schema,
-    *,
-    run_id: str | None,
-    metadata: dict[str, str] | None,
-    partition_by: Sequence[str],
-    operation: str,
-) -> DatasetManifest:
-    """A manifest listing ``entries`` (version, token and obsolete files are set by the commit)."""
-    return DatasetManifest(
-        dataset_key=key,
-        parts=[e.path for e in entries],
-        row_count=sum(e.row_count or 0 for e in entries),
-        schema_hash=schema_hash(schema),
-        compression=options.compression,
-        created_at_utc=datetime.now(timezone.utc).isoformat(),
-        run_id=run_id,
-        metadata=metadata,
-        format_version=FORMAT_VERSION,
-        version=1,
-        files=tuple(entries),
-        arrow_schema=encode_schema(schema),
-        partition_by=tuple(partition_by),
-        operation=operation,
-    )
 
 
 # ------------------------------------------------------------------ transaction
@@ -407,23 +344,19 @@ class Transaction:
             CommitConflict: the manifest was taken back; nothing stays committed.
             CommitOutcomeUnknown: the tombstone's swap kept failing without an answer.
         """
-        key, path = self.key, f"{self.key}/{MANIFEST_NAME}"
-        latest, token = (committed, self._landed) if self._landed else read_raw(self.store, key)
-        backoff = Backoff(self.options.commit_timeout)
-        while latest is not None and token is not None and self.txn in latest.txns and not is_tombstone(latest):
-            mark = tombstone(self.options, key, latest.version + 1)
-            try:
-                self.store.write_if(path, mark.to_json().encode("utf-8"), expected=token)
-                break
-            except (CommitConflict, OSError):
-                pass
-            latest, token = read_raw(self.store, key)
-            if latest is not None and latest.txn == mark.txn:
-                break  # a lost response: it landed
-            if backoff.expired():
-                raise CommitOutcomeUnknown(f"dataset {key!r}: could not take back a manifest listing deleted parts")
-            backoff.pause()
-        else:
+        key, txn = self.key, self.txn
+        landed = swap_in_tombstone(
+            self.options,
+            key,
+            applies=lambda latest, token: (
+                latest is not None and token is not None and txn in latest.txns and not is_tombstone(latest)
+            ),
+            gave_up=lambda: CommitOutcomeUnknown(
+                f"dataset {key!r}: could not take back a manifest listing deleted parts"
+            ),
+            start=(committed, self._landed) if self._landed else None,
+        )
+        if landed is None:
             return
         delete_quietly(self.store, [f"{key}/{SUCCESS_NAME}"])  # a commit built on it may have written it
         self.abandon()
@@ -447,7 +380,6 @@ class Transaction:
 
     def _commit(self, build: Build) -> DatasetManifest:
         key, txn = self.key, self.txn
-        path = f"{key}/{MANIFEST_NAME}"
         current, token = self.pending.current, self.pending.token
         backoff = Backoff(self.options.commit_timeout)
         unanswered = 0
@@ -473,7 +405,7 @@ class Transaction:
             try:
                 if candidate is None:
                     raise CommitConflict("lost the race before sending")
-                self._landed = self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
+                self._landed = swap_manifest(self.store, key, candidate, expected=token)
                 self._in_flight = False
                 return candidate
             except CommitConflict:
@@ -633,7 +565,7 @@ def _claim(store: Store, key: str, txn: str) -> bool:
     until the dataset is deleted; a writer that finds it taken uses unique names.
     """
     try:
-        store.write_if(f"{key}/{CLAIM_NAME}", txn.encode(), expected=None)
+        put_if_absent(store, f"{key}/{CLAIM_NAME}", txn.encode())
         return True
     except CommitConflict:
         return False

@@ -17,7 +17,8 @@ from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
 from ..commit.live import LiveVersion, begin_point
-from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest, repair_success
+from ..commit.new_version import new_manifest
+from ..commit.transaction import Build, PendingWrite, Transaction, repair_success
 from ..delta import check_delta_schema, delta_ready
 from ..format.data_version import entries_hash
 from ..format.layout import SUCCESS_NAME

@@ -33,8 +33,9 @@ import pyarrow as pa
 from ...errors import DatasetIncomplete
 from ...storage.base import Capability
 from .._dataset_options import DatasetOptions, check_run_id
+from ..commit.new_version import new_manifest
 from ..commit.retry import Replan, retry_replans
-from ..commit.transaction import Transaction, new_manifest, read_current
+from ..commit.transaction import Transaction, read_current
 from ..format.layout import part_name
 from ..io.encode import DEFAULT_ROW_GROUP, chunk_batches, encode_part
 from ..io.key_checks import check_key_fits

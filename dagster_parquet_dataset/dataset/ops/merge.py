@@ -19,9 +19,11 @@ from ...storage.base import Capability, Store, validate_key
 from .._dataset_options import DatasetOptions, check_metadata
 from ..commit.external_entries import check_external_entries
 from ..commit.live import LiveVersion, begin_point
+from ..commit.new_version import new_manifest
 from ..commit.owner import check_expect_owner, check_owner
 from ..commit.retry import Replan, retry_replans
-from ..commit.transaction import Build, PendingWrite, Transaction, is_tombstone, new_manifest, read_current
+from ..commit.tombstone import is_tombstone
+from ..commit.transaction import Build, PendingWrite, Transaction, read_current
 from ..expressions.merge_keys import KeyIndex, MergeResult, check_merge_args, check_merge_types, match_keys
 from ..format.layout import part_name
 from ..format.partition import encode_partition_values

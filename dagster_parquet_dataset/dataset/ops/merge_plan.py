@@ -18,9 +18,10 @@ import pyarrow as pa
 
 from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions
+from ..commit.new_version import new_txn
 from ..commit.owner import check_expect_owner, check_owner
 from ..commit.retry import Replan
-from ..commit.transaction import PendingWrite, new_txn, read_current
+from ..commit.transaction import PendingWrite, read_current
 from ..expressions.merge_keys import check_key_columns, check_merge_types
 from ..expressions.pruning import ColumnStats, partition_stats
 from ..format.layout import part_name

@@ -11,7 +11,9 @@ import pyarrow as pa
 
 from ...errors import DatasetIncomplete, DatasetNotFound, ManifestCorrupted, NotFound
 from ...storage.base import Capability, Store, validate_key
-from ..commit.transaction import is_tombstone, read_current, read_raw, repair_success
+from ..commit.conditional import read_raw
+from ..commit.tombstone import is_tombstone
+from ..commit.transaction import read_current, repair_success
 from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
 from ..format.segments import SegmentGone
 from ..io.key_checks import missing_dataset_error

@@ -228,8 +228,9 @@ def test_other_tools_read_partitioned_folders_as_hive(tmp_path) -> None:
     assert [str(d) for d in got.column("day").to_pylist()] == [str(d) for d in table.column("day").to_pylist()]
 
 
-def test_pruned_s3_read_makes_three_requests(moto_endpoint) -> None:  # type: ignore[no-untyped-def]
-    """_SUCCESS check, manifest, one file fetched whole: planning needs no per-file request.
+def test_pruned_s3_read_makes_two_requests(moto_endpoint) -> None:  # type: ignore[no-untyped-def]
+    """The manifest (it carries its write token, so it proves its own commit: no ``_SUCCESS`` check)
+    and one file fetched whole: planning needs no per-file request.
 
     Counted where the server receives them (a forwarding proxy in front of moto), from a
     fresh store: the read creates no boto3 client.
@@ -248,7 +249,7 @@ def test_pruned_s3_read_makes_three_requests(moto_endpoint) -> None:  # type: ig
         got = ParquetDatasetStore(reader).read_dataset("ev", filters=[("id", ">=", 120), ("id", "<", 140)])
         assert got.equals(table.filter((pc.field("id") >= 120) & (pc.field("id") < 140)))
         sent = [method for method, _path, _status in proxy.seen]
-        assert sent == ["HEAD", "GET", "GET"], proxy.seen
+        assert sent == ["GET", "GET"], proxy.seen
         assert reader._client_obj is None
     finally:
         proxy.close()

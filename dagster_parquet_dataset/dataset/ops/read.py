@@ -11,7 +11,6 @@ import pyarrow as pa
 
 from ...errors import DatasetIncomplete, DatasetNotFound, ManifestCorrupted, NotFound
 from ...storage.base import Capability, Store, validate_key
-from ..commit.conditional import read_raw
 from ..commit.tombstone import is_tombstone
 from ..commit.transaction import read_current, repair_success
 from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
@@ -70,7 +69,7 @@ def committed_manifest(store: Store, key: str, version: int | None = None) -> Da
         if store.exists(f"{key}/{MANIFEST_NAME}"):
             if repair_success(store, key) is not None:
                 return read_manifest(store, key, version=version)
-            if is_tombstone(read_raw(store, key)[0]):
+            if _is_deleted(store, key):
                 raise DatasetNotFound(f"dataset {key!r} does not exist (it was deleted)")
             raise DatasetIncomplete(
                 f"dataset {key!r} has a manifest but no {SUCCESS_NAME}: its first write did not finish"
@@ -94,8 +93,17 @@ def dataset_exists(store: Store, key: str) -> bool:
     """See :meth:`ParquetDatasetStore.dataset_exists`."""
     if store.exists(f"{key}/{SUCCESS_NAME}"):
         # A delete that died between its tombstone and removing _SUCCESS left both: the dataset is deleted.
-        return not (store.supports(Capability.CONDITIONAL_WRITE) and is_tombstone(read_raw(store, key)[0]))
+        return not (store.supports(Capability.CONDITIONAL_WRITE) and _is_deleted(store, key))
     return store.exists(f"{key}/{MANIFEST_NAME}") and repair_success(store, key) is not None
+
+
+def _is_deleted(store: Store, key: str) -> bool:
+    """Whether ``key``'s manifest is a delete's tombstone: read without its version token (a plain GET:
+    on S3 the token would need a boto3 client, which a read never creates)."""
+    try:
+        return is_tombstone(DatasetManifest.from_json(store.read_bytes(f"{key}/{MANIFEST_NAME}"), store, key))
+    except (NotFound, ManifestCorrupted):
+        return False
 
 
 def plan_read(store: Store, key: str, *, filters: Any, version: int | None) -> ReadPlan:

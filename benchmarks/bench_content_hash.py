@@ -35,7 +35,7 @@ def main() -> None:
             for hashed in (False, True) if i % 2 else (True, False):
                 options = PartOptions(compression=compression, row_group_size=None, hash_content=hashed)
                 start, start_cpu = time.perf_counter(), time.process_time()
-                encode_part(store, f"bench/{i}-{hashed}.parquet", "x.parquet", table.schema, [table], options)
+                encode_part(store, f"bench/{i}-{hashed}.parquet", "x.parquet", table.schema, [table], options=options)
                 timings[hashed].append(time.perf_counter() - start)
                 cpu[hashed].append(time.process_time() - start_cpu)
         plain, hashed = statistics.median(timings[False]), statistics.median(timings[True])

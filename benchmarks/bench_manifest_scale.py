@@ -102,7 +102,7 @@ def build(root: str, files: int) -> tuple[ParquetDatasetStore, int]:
             first = (done + i) * ROWS_PER_FILE
             entries.append(
                 encode_part(
-                    datasets.store, f"{KEY}/{relative}", relative, SCHEMA, [rows(first, ROWS_PER_FILE)], options
+                    datasets.store, f"{KEY}/{relative}", relative, SCHEMA, [rows(first, ROWS_PER_FILE)], options=options
                 )
             )
         datasets.commit_append(pending, entries)

@@ -41,7 +41,7 @@ def write_part(
     target = file_schema(schema, partition_by)
     data = table.select(target.names).cast(target)
     encoded = encode_partition_values(partition_by, list(values or ()), schema) if partition_by else None
-    return encode_part(store, f"{key}/{relative}", relative, target, [data], _OPTIONS, encoded)
+    return encode_part(store, f"{key}/{relative}", relative, target, [data], options=_OPTIONS, partition_values=encoded)
 
 
 def write_external_parts(

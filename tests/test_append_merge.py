@@ -314,7 +314,7 @@ def test_history_and_reading_retained_versions(store: Store) -> None:
 
 
 def test_default_retention_keeps_only_the_newest_files(store: Store) -> None:
-    ds = ParquetDatasetStore(store)
+    ds = ParquetDatasetStore(store, retain_versions=1)
     ds.write_dataset(rows(range(3)), "t")
     ds.append_dataset(rows(range(3, 5)), "t")
     ds.merge_dataset(rows([1], value="x"), "t", key_columns=["id"])

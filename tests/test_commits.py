@@ -29,14 +29,16 @@ def table_of(writer: int, rows: int = ROWS) -> pa.Table:
 @pytest.mark.parametrize("max_rows", [None, 5])
 def test_crash_at_every_step_of_an_overwrite_keeps_a_complete_version(store: Store, max_rows: int | None) -> None:
     old, new = table_of(1), table_of(2, rows=7)
-    reader = ParquetDatasetStore(store)
+    reader = ParquetDatasetStore(store, retain_versions=1)
     crash_at = 1
     while True:
         key = f"k{crash_at}"
-        ParquetDatasetStore(store, max_rows_per_file=max_rows).write_dataset(old, key)
+        ParquetDatasetStore(store, max_rows_per_file=max_rows, retain_versions=1).write_dataset(old, key)
         crashing = CrashingStore(store, crash_at=crash_at)
         try:
-            ParquetDatasetStore(crashing, max_rows_per_file=max_rows).write_dataset(new, key, overwrite=True)
+            ParquetDatasetStore(crashing, max_rows_per_file=max_rows, retain_versions=1).write_dataset(
+                new, key, overwrite=True
+            )
         except InjectedCrash:
             pass
         got = reader.read_dataset(key)
@@ -46,7 +48,9 @@ def test_crash_at_every_step_of_an_overwrite_keeps_a_complete_version(store: Sto
         committed = crashing.committed_before_crash(f"{key}/manifest.json")
         assert got.equals(new if committed else old), f"crash at call {crash_at}: {crashing.log[crash_at - 1]}"
         # The user retries: it must succeed and leave only the new version's files.
-        manifest = ParquetDatasetStore(store, max_rows_per_file=max_rows).write_dataset(new, key, overwrite=True)
+        manifest = ParquetDatasetStore(store, max_rows_per_file=max_rows, retain_versions=1).write_dataset(
+            new, key, overwrite=True
+        )
         assert reader.read_dataset(key).equals(new)
         live = {f"{key}/{p}" for p in manifest.parts}
         stray = {f.path for f in store.list_files(key) if f.path.endswith(".parquet")} - live
@@ -118,14 +122,14 @@ def test_concurrent_creates_one_wins(store: Store) -> None:
 def test_concurrent_overwrites_never_mix(store: Store, existing: bool) -> None:
     """Threads overwriting one key (new or existing) while readers read: never a mixed dataset."""
     if existing:
-        ParquetDatasetStore(store, max_rows_per_file=4).write_dataset(table_of(99), "hot")
+        ParquetDatasetStore(store, max_rows_per_file=4, retain_versions=1).write_dataset(table_of(99), "hot")
     writers, rounds = 3, 3
     stop = threading.Event()
     seen: list[int] = []
     reader_errors: list[BaseException] = []
 
     def reader() -> None:
-        ds = ParquetDatasetStore(store)
+        ds = ParquetDatasetStore(store, retain_versions=1)
         while not stop.is_set():
             try:
                 seen.append(_assert_single_writer(ds.read_dataset("hot")))
@@ -142,7 +146,7 @@ def test_concurrent_overwrites_never_mix(store: Store, existing: bool) -> None:
         versions = _race(
             writers,
             lambda i: [
-                ParquetDatasetStore(store, max_rows_per_file=4)
+                ParquetDatasetStore(store, max_rows_per_file=4, retain_versions=1)
                 .write_dataset(table_of(i * 10 + j), "hot", overwrite=True)
                 .version
                 for j in range(rounds)
@@ -156,9 +160,9 @@ def test_concurrent_overwrites_never_mix(store: Store, existing: bool) -> None:
     assert not any(isinstance(v, BaseException) for v in versions), versions
     all_versions = sorted(v for vs in versions for v in vs)  # type: ignore[union-attr]
     assert len(set(all_versions)) == len(all_versions), "two commits claimed one version"
-    final = ParquetDatasetStore(store).read_manifest("hot")
+    final = ParquetDatasetStore(store, retain_versions=1).read_manifest("hot")
     assert final.version == max(all_versions)
-    _assert_single_writer(ParquetDatasetStore(store).read_dataset("hot"))
+    _assert_single_writer(ParquetDatasetStore(store, retain_versions=1).read_dataset("hot"))
     live = {f"hot/{p}" for p in final.parts}
     stray = {f.path for f in store.list_files("hot") if f.path.endswith(".parquet")} - live
     assert not stray, stray

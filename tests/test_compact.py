@@ -66,7 +66,7 @@ def data_files(store: Store, key: str) -> set[str]:
 
 
 def test_compaction_keeps_rows_order_and_statistics(store: Store) -> None:
-    ds = ParquetDatasetStore(store)
+    ds = ParquetDatasetStore(store, retain_versions=1)
     before = appended(ds, "k", [30, 0, 17, 45, 1, 22, 8, 60, 13, 5])
     old = ds.read_manifest("k")
     result = ds.compact_dataset("k", run_id="run-7")
@@ -258,11 +258,11 @@ class DuringCompaction(WrappingStore):
 
 
 def test_append_committed_during_compaction_is_kept(store: Store) -> None:
-    plain = ParquetDatasetStore(store)
+    plain = ParquetDatasetStore(store, retain_versions=1)
     before = appended(plain, "a", [10, 11, 12, 13])
-    other = ParquetDatasetStore(store)
+    other = ParquetDatasetStore(store, retain_versions=1)
     wrapped = DuringCompaction(store, lambda: other.append_dataset(batch(100, 9), "a"))
-    result = ParquetDatasetStore(wrapped).compact_dataset("a")
+    result = ParquetDatasetStore(wrapped, retain_versions=1).compact_dataset("a")
     assert wrapped.runs == 1
     manifest = plain.read_manifest("a")
     assert manifest.operation == "compact" and manifest.version == result.version
@@ -286,7 +286,7 @@ def test_append_with_new_column_during_compaction_is_kept(store: Store) -> None:
 
 
 def test_overwrite_during_compaction_makes_it_plan_again(store: Store) -> None:
-    plain = ParquetDatasetStore(store)
+    plain = ParquetDatasetStore(store, retain_versions=1)
     appended(plain, "o", [10, 10, 10])
     replacement = batch(500, 7)
     replaced: list[str] = []
@@ -296,7 +296,7 @@ def test_overwrite_during_compaction_makes_it_plan_again(store: Store) -> None:
         replaced.extend(plain.append_dataset(replacement.slice(3), "o").parts)
 
     wrapped = DuringCompaction(store, overwrite_with_appends)
-    result = ParquetDatasetStore(wrapped).compact_dataset("o")
+    result = ParquetDatasetStore(wrapped, retain_versions=1).compact_dataset("o")
     # The first attempt read files the overwrite removed: it planned again on the new version.
     assert result.read_paths == tuple(replaced) and len(replaced) == 2
     assert plain.read_dataset("o").equals(replacement)
@@ -318,7 +318,7 @@ def test_merge_during_compaction_loses_no_update(store: Store) -> None:
 
 
 def test_compaction_gives_up_with_commit_conflict_and_changes_nothing(store: Store) -> None:
-    plain = ParquetDatasetStore(store)
+    plain = ParquetDatasetStore(store, retain_versions=1)
     appended(plain, "g", [10, 10, 10])
     counter = iter(range(1000, 10_000, 10))
 
@@ -329,7 +329,7 @@ def test_compaction_gives_up_with_commit_conflict_and_changes_nothing(store: Sto
 
     wrapped = DuringCompaction(store, overwrite, every=True)
     with pytest.raises(CommitConflict, match="compact"):
-        ParquetDatasetStore(wrapped, commit_timeout=0.2).compact_dataset("g")
+        ParquetDatasetStore(wrapped, commit_timeout=0.2, retain_versions=1).compact_dataset("g")
     assert wrapped.runs >= 1
     last = plain.read_dataset("g")
     assert last.num_rows == 4 and plain.read_manifest("g").operation == "append"
@@ -403,8 +403,8 @@ def test_concurrent_appenders_and_readers_see_whole_versions(store: Store) -> No
 
 def test_crash_at_every_store_call_keeps_old_or_new_version(store: Store) -> None:
     faulty = FaultyStore(store)
-    crashing = ParquetDatasetStore(faulty, max_workers=1)
-    plain = ParquetDatasetStore(store)
+    crashing = ParquetDatasetStore(faulty, max_workers=1, retain_versions=1)
+    plain = ParquetDatasetStore(store, retain_versions=1)
     at = 0
     outcomes: set[str] = set()
     while True:
@@ -470,7 +470,7 @@ def test_retained_versions_keep_replaced_files_until_they_drop_out(store: Store)
 
 
 def test_lost_commit_response_is_recognised_not_repeated(store: Store) -> None:
-    plain = ParquetDatasetStore(store)
+    plain = ParquetDatasetStore(store, retain_versions=1)
     before = appended(plain, "l", [10, 10, 10])
     old = plain.read_manifest("l")
     for lost_as in ("conflict", "timeout"):
@@ -479,7 +479,7 @@ def test_lost_commit_response_is_recognised_not_repeated(store: Store) -> None:
         before = plain.read_dataset("l")
         faulty = FaultyStore(store)
         faulty.arm(Fault("lost", 1, op="write_if", suffix="manifest.json", lost_as=lost_as))
-        result = ParquetDatasetStore(faulty).compact_dataset("l")
+        result = ParquetDatasetStore(faulty, retain_versions=1).compact_dataset("l")
         assert faulty.lost
         live = plain.read_manifest("l")
         assert live.version == result.version and live.operation == "compact"

@@ -324,7 +324,7 @@ def test_hand_built_spec_only_dataset_is_readable(store: Store) -> None:
     }
     store.write_bytes("legacy/manifest.json", json.dumps(manifest).encode())
     store.write_bytes("legacy/_SUCCESS", b"")
-    ds = ParquetDatasetStore(store)
+    ds = ParquetDatasetStore(store, retain_versions=1)
     parsed = ds.read_manifest("legacy")
     assert parsed.format_version == 0 and parsed.files == ()
     assert json.loads(parsed.to_json()) == manifest
@@ -375,7 +375,7 @@ def test_delete_keeps_nested_datasets(store: Store) -> None:
 
 
 def test_overwrite_replaces_and_cleans_up(store: Store) -> None:
-    ds = ParquetDatasetStore(store, max_rows_per_file=3)
+    ds = ParquetDatasetStore(store, max_rows_per_file=3, retain_versions=1)
     first = ds.write_dataset(sample(10), "k")
     second = ds.write_dataset(sample(4, offset=100), "k", overwrite=True)
     assert second.version == first.version + 1

@@ -74,9 +74,35 @@ def test_structural_errors_name_the_reason(change: dict, reason: str) -> None:  
     assert info.value.reason == reason
 
 
+@pytest.mark.parametrize("bad", ["", ".", "..", "a\x00b", "a\\b", "a/../b", "a//b", "a/"])
+def test_an_unsafe_part_among_many_flat_parts_is_refused(bad: str) -> None:
+    """The fast check of parts without a '/' (an unpartitioned dataset) still refuses what validate_key refuses,
+    and ordinary names, even with a newline or a leading dot, stay accepted."""
+    parts = [f"part-{i:05d}-3f9c0a1b2c3d4e5f.parquet" for i in range(2_000)]
+    for good in (".hidden.parquet", "a\n..", "a\nb"):
+        DatasetManifest.from_json(json.dumps({**SPEC, "parts": [*parts, good]}))
+    with pytest.raises(ManifestCorrupted) as info:
+        DatasetManifest.from_json(json.dumps({**SPEC, "parts": [*parts[:1_000], bad, *parts[1_000:]]}))
+    assert info.value.reason == "unsafe part"
+
+
 @pytest.mark.parametrize("field", sorted(SPEC))
 def test_each_missing_spec_field_is_reported(field: str) -> None:
     raw = {k: v for k, v in SPEC.items() if k != field}
     with pytest.raises(ManifestCorrupted, match=field) as info:
         DatasetManifest.from_json(json.dumps(raw))
     assert info.value.reason == f"missing {field}"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [[], ["day=2026-01-01/part-00000.parquet", "a b.parquet"], ['q"uote', "tab\tx", "é", "del\x7f"]],
+)
+def test_a_long_parts_list_is_written_exactly_as_json_dumps_writes_it(extra: list[str]) -> None:
+    """to_json renders a long ``parts`` with orjson: the bytes stay json.dumps(sort_keys, indent=2)'s, whatever
+    the names hold, and a metadata value that looks like the placeholder changes nothing."""
+    parts = [f"part-{i:05d}-3f9c0a1b2c3d4e5f.parquet" for i in range(3_000)] + extra
+    raw = {**SPEC, "parts": parts, "metadata": {"k": "\x00parts\x00", "j": '\n  "parts": "\\u0000parts\\u0000"'}}
+    manifest = DatasetManifest.from_json(json.dumps(raw))
+    assert manifest.to_json() == json.dumps(manifest.to_dict(), sort_keys=True, indent=2, ensure_ascii=False)
+    assert DatasetManifest.from_json(manifest.to_json()) == manifest

@@ -79,6 +79,7 @@ from tests._external_writer import write_external_parts
 from tests._faults import LOST_AS, Fault, FaultyStore, LostResponse
 from tests._interrupts import MODES, InterruptingStore
 from tests._model_overlaps import OverlapRules
+from tests._stores import WrappingStore
 from tests.conftest import make_bucket
 
 COLUMNS = ("id", "s", "x", "ts", "p")
@@ -271,8 +272,9 @@ class _DatasetModel(RuleBasedStateMachine, OverlapRules):
         self.interrupting = InterruptingStore(self.inner, 0, KeyboardInterrupt, "before")
         self.faulty = FaultyStore(self.interrupting)
         self.writers = {
-            "flat": ParquetDatasetStore(self.faulty, max_rows_per_file=4, max_workers=1),
-            "parted": ParquetDatasetStore(self.faulty, max_workers=1),
+            # retain_versions=1: these two keep no history (the model expects none); "hist" keeps some.
+            "flat": ParquetDatasetStore(self.faulty, max_rows_per_file=4, max_workers=1, retain_versions=1),
+            "parted": ParquetDatasetStore(self.faulty, max_workers=1, retain_versions=1),
             "hist": ParquetDatasetStore(self.faulty, retain_versions=RETAIN, max_workers=1),
         }
         self.reader = ParquetDatasetStore(self.inner, retain_versions=RETAIN)
@@ -814,3 +816,114 @@ def test_segmented_datasets_behave_like_the_model(
     writes, tail merges and consolidations under every fault class (issue 21)."""
     monkeypatch.setattr(segments, "INLINE_ENTRIES", 0)
     test_datasets_behave_like_the_model(backend, fault_class, request)
+
+
+# ------------------------------------------------------------- segment-dropping commits racing (issue 26)
+
+
+class _RaceFirstSegmentRead(WrappingStore):
+    """Runs ``racer`` once, right before the operation's first read of a segment."""
+
+    def __init__(self, inner: Store, racer: Callable[[], None]) -> None:
+        super().__init__(inner)
+        self.racer: Callable[[], None] | None = racer
+
+    def _before(self, op: str, path: str) -> None:
+        super()._before(op, path)
+        if self.racer is not None and op == "read_bytes" and "/_segments/" in path:
+            racer, self.racer = self.racer, None
+            racer()
+
+    def arrow_filesystem(self) -> Any:
+        return self.inner.arrow_filesystem()
+
+
+_RACE_OPS = ("append", "overwrite", "merge", "compact")
+_VICTIM_OPS = ("read", "filtered read", "scan", "append", "merge", "compact")
+
+
+def _ids_table(ids: Sequence[int]) -> pa.Table:
+    return pa.table({"id": pa.array(list(ids), pa.int64())})
+
+
+def _model_op(op: str, rows: tuple[int, ...], new: tuple[int, ...]) -> tuple[int, ...]:
+    """The rows after ``op`` with ``new`` ids (merge: upsert on ``id``; compact: unchanged)."""
+    if op == "append":
+        return tuple(sorted(rows + new))
+    if op == "overwrite":
+        return tuple(sorted(new))
+    if op == "merge":
+        return tuple(sorted(set(rows) | set(new)))
+    return rows
+
+
+def _run_op(ds: ParquetDatasetStore, op: str, new: tuple[int, ...]) -> tuple[int, ...] | None:
+    """Do ``op``; a read's rows, else ``None``."""
+    if op == "read":
+        return tuple(sorted(ds.read_dataset("m").column("id").to_pylist()))
+    if op == "filtered read":
+        return tuple(sorted(ds.read_dataset("m", filters=[("id", ">=", 0)]).column("id").to_pylist()))
+    if op == "scan":
+        return tuple(sorted(ds.scan_dataset("m").to_table().column("id").to_pylist()))
+    if op == "append":
+        ds.append_dataset(_ids_table(new), "m")
+    elif op == "overwrite":
+        ds.write_dataset(_ids_table(new), "m", overwrite=True)
+    elif op == "merge":
+        ds.merge_dataset(_ids_table(new), "m", key_columns=["id"])
+    else:
+        ds.compact_dataset("m")
+    return None
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("retention", ["retain_versions=1", "default"])
+@pytest.mark.parametrize("backend", ["memory", "local"])
+def test_segment_dropping_commits_racing_readers_and_writers_behave_like_the_model(
+    backend: str, retention: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit that drops or merges segments (an append of up to 40 one-row files, an overwrite, a merge,
+    a compaction) lands right before a reader's or writer's first segment read: the reader returns the
+    version before or after it, whole; the writer's change lands on top of it, exactly once."""
+    from hypothesis import given
+
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)  # the byte budget would keep 40 small entries inline
+    options: dict[str, Any] = {"max_rows_per_file": 1, **({"retain_versions": 1} if retention != "default" else {})}
+    made = _backend(backend, request)
+    counter = iter(range(10**6))
+
+    @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.generate])
+    @given(
+        steps=st.lists(
+            st.tuples(st.sampled_from(_RACE_OPS), st.integers(1, 40), st.sampled_from(_VICTIM_OPS), st.integers(1, 5)),
+            min_size=1,
+            max_size=4,
+        )
+    )
+    def run(steps: list[tuple[str, int, str, int]]) -> None:
+        store = made.make()
+        try:
+            rows = tuple(range(40))  # 40 one-row files: their entries live in a segment
+            ParquetDatasetStore(store, **options).write_dataset(_ids_table(rows), "m")
+            for race_op, race_n, victim_op, victim_n in steps:
+                race_new = tuple(1000 + next(counter) for _ in range(race_n))
+                victim_new = tuple(1000 + next(counter) for _ in range(victim_n))
+                rival = ParquetDatasetStore(store, **options)
+                raced = _RaceFirstSegmentRead(store, lambda: _run_op(rival, race_op, race_new))  # noqa: B023
+                read = _run_op(ParquetDatasetStore(raced, **options), victim_op, victim_new)
+                if raced.racer is not None:  # the victim read no segment: the rival commits after it
+                    raced.racer()
+                    before, after = rows, _model_op(race_op, _model_op(victim_op, rows, victim_new), race_new)
+                else:
+                    before, after = rows, _model_op(victim_op, _model_op(race_op, rows, race_new), victim_new)
+                if read is not None:
+                    assert read in (before, _model_op(race_op, rows, race_new)), (race_op, victim_op)
+                    after = _model_op(race_op, rows, race_new)
+                got = tuple(sorted(ParquetDatasetStore(store).read_dataset("m").column("id").to_pylist()))
+                assert got == after, (race_op, victim_op, retention)
+                rows = after
+            assert ParquetDatasetStore(store).verify_dataset("m").ok
+        finally:
+            made.cleanup(store)
+
+    run()

@@ -47,7 +47,7 @@ def _table(source: str, ids: list[int]) -> pa.Table:
 
 def _winner(store: Store, ids: list[int] = [1, 2]) -> Callable[[], object]:  # noqa: B006 - never mutated
     """Owner B replaces (or creates) the dataset through its own store object."""
-    other = ParquetDatasetStore(store)
+    other = ParquetDatasetStore(store, retain_versions=1)
     return lambda: other.write_dataset(_table("b", ids), KEY, overwrite=True, metadata=RECORD_B, expect_owner=B)
 
 
@@ -56,7 +56,7 @@ def _parquet_files(store: Store) -> set[str]:
 
 
 def _assert_b_intact(store: Store, ids: list[int] = [1, 2]) -> None:  # noqa: B006 - never mutated
-    datasets = ParquetDatasetStore(store)
+    datasets = ParquetDatasetStore(store, retain_versions=1)
     live = datasets.read_manifest(KEY)
     assert live.metadata == RECORD_B
     assert datasets.read_dataset(KEY).to_pydict() == _table("b", ids).to_pydict()
@@ -74,7 +74,7 @@ WRITES: dict[str, Callable[[ParquetDatasetStore], object]] = {
 def test_both_create_the_dataset_the_loser_gets_owner_mismatch(store: Store, operation: str) -> None:
     racing = OtherCommitsFirst(store, _winner(store))
     with pytest.raises(OwnerMismatch) as caught:
-        WRITES[operation](ParquetDatasetStore(racing))
+        WRITES[operation](ParquetDatasetStore(racing, retain_versions=1))
     assert racing.other is None, "the other writer must have committed inside the race window"
     assert caught.value.key == KEY
     assert caught.value.recorded == RECORD_B and caught.value.expected == RECORD_A
@@ -85,29 +85,33 @@ def test_both_create_the_dataset_the_loser_gets_owner_mismatch(store: Store, ope
 @pytest.mark.parametrize("operation", sorted(WRITES))
 def test_another_owner_replaces_the_dataset_before_the_commit(store: Store, operation: str) -> None:
     # A dataset without a recorded owner is accepted (written before owners, or outside Dagster) ...
-    ParquetDatasetStore(store).write_dataset(_table("old", [1, 5]), KEY)
+    ParquetDatasetStore(store, retain_versions=1).write_dataset(_table("old", [1, 5]), KEY)
     racing = OtherCommitsFirst(store, _winner(store, [1, 3]))
     # ... but the version the commit would replace is owner B's: the retry refuses it.
     with pytest.raises(OwnerMismatch):
-        WRITES[operation](ParquetDatasetStore(racing))
+        WRITES[operation](ParquetDatasetStore(racing, retain_versions=1))
     assert racing.other is None and racing.swaps == 1, "refused on the retry, before a second swap"
     _assert_b_intact(store, [1, 3])
 
 
 def test_same_owner_racing_is_not_refused(store: Store) -> None:
-    ParquetDatasetStore(store).write_dataset(_table("a", [1]), KEY, metadata=RECORD_A, expect_owner=A)
-    other = ParquetDatasetStore(store)
+    ParquetDatasetStore(store, retain_versions=1).write_dataset(
+        _table("a", [1]), KEY, metadata=RECORD_A, expect_owner=A
+    )
+    other = ParquetDatasetStore(store, retain_versions=1)
     racing = OtherCommitsFirst(
         store, lambda: other.append_dataset(_table("a", [2]), KEY, metadata=RECORD_A, expect_owner=A)
     )
-    ParquetDatasetStore(racing).append_dataset(_table("a", [3]), KEY, metadata=RECORD_A, expect_owner=A)
-    assert sorted(ParquetDatasetStore(store).read_dataset(KEY).column("id").to_pylist()) == [1, 2, 3]
+    ParquetDatasetStore(racing, retain_versions=1).append_dataset(
+        _table("a", [3]), KEY, metadata=RECORD_A, expect_owner=A
+    )
+    assert sorted(ParquetDatasetStore(store, retain_versions=1).read_dataset(KEY).column("id").to_pylist()) == [1, 2, 3]
 
 
 def test_a_mismatch_found_when_beginning_writes_nothing(store: Store) -> None:
     _winner(store)()
     before = {f.path for f in store.list_files(KEY)}
-    datasets = ParquetDatasetStore(store)
+    datasets = ParquetDatasetStore(store, retain_versions=1)
     for operation in sorted(WRITES):
         with pytest.raises(OwnerMismatch):
             WRITES[operation](datasets)
@@ -135,7 +139,7 @@ def test_external_writes_check_the_owner_when_they_commit(store: Store) -> None:
     """``begin_write``/``begin_append``/``plan_merge`` carry the owner to their commits (the Spark layer's route)."""
     from dagster_parquet_dataset import FileEntry
 
-    datasets = ParquetDatasetStore(store)
+    datasets = ParquetDatasetStore(store, retain_versions=1)
     datasets.write_dataset(_table("old", [1]), KEY)  # no owner recorded: every begin passes
     table = _table("a", [1])
     pending_write = datasets.begin_write(KEY, overwrite=True, metadata=RECORD_A, expect_owner=A)
@@ -167,7 +171,7 @@ def test_external_writes_check_the_owner_when_they_commit(store: Store) -> None:
     "bad", [["owner"], {"owner": 1}, {1: "a"}], ids=["not-a-mapping", "non-str-value", "non-str-key"]
 )
 def test_a_bad_expect_owner_is_refused_before_anything_is_written(store: Store, bad: object) -> None:
-    datasets = ParquetDatasetStore(store)
+    datasets = ParquetDatasetStore(store, retain_versions=1)
     with pytest.raises(TypeError, match="expect_owner"):
         datasets.write_dataset(_table("a", [1]), KEY, expect_owner=bad)  # type: ignore[arg-type]
     assert not list(store.list_files(KEY))

@@ -335,6 +335,25 @@ def test_truncated_s3_object_with_its_footer_intact_raises(s3_store: S3Store) ->
         pds.scan_dataset("t").to_table()
 
 
+@pytest.mark.parametrize("cut", ["half", "into the last page"])
+def test_an_s3_part_truncated_after_the_scan_was_created_always_errors(s3_store: S3Store, cut: str) -> None:
+    """Issue 26, defect 12: pyarrow must not read a shorter object with the size the manifest recorded
+    (its fragment keeps the footer it read, so a read past the new end filled bytes from memory)."""
+    pds = ParquetDatasetStore(s3_store)
+    pds.write_dataset(pa.table({"n": list(range(100)), "s": [f"x{i}" * 20 for i in range(100)]}), "t")
+    path = f"t/{pds.read_manifest('t').parts[0]}"
+    data = s3_store.read_bytes(path)
+    for filters in (None, [("n", ">=", 0)]):
+        s3_store.write_bytes(path, data)
+        scan = pds.scan_dataset("t", filters=filters)
+        assert scan.to_table().num_rows == 100  # the fragment now holds the part's footer
+        footer = int.from_bytes(data[-8:-4], "little") + 8  # the footer's length, its length field and magic
+        s3_store.write_bytes(path, data[: len(data) // 2] if cut == "half" else data[: len(data) - footer - 3])
+        for _attempt in range(3):
+            with pytest.raises((OSError, pa.ArrowInvalid)):
+                scan.to_table()
+
+
 def test_scan_errors_before_any_read(store: Store) -> None:
     pds = _three_parts(store)
     with pytest.raises(ValueError, match="no column 'nope'"):

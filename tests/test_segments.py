@@ -39,7 +39,7 @@ def _root(store: Store, key: str = "t") -> dict:
 
 
 def _segmented(store: Store, **options: object) -> ParquetDatasetStore:
-    ds = ParquetDatasetStore(store, max_rows_per_file=1, **options)
+    ds = ParquetDatasetStore(store, max_rows_per_file=1, **{"retain_versions": 1, **options})  # type: ignore[arg-type]
     ds.write_dataset(_table(0, FILES), "t")
     return ds
 

@@ -68,24 +68,46 @@ def _status(broken: list[str], incomplete: list[str]) -> str:
     return ", ".join(parts) or "ok"
 
 
+#: The columns of ``ls`` (whatever the store, and with ``--datasets``) and of ``show PREFIX``'s asset lines; the
+#: first is ``ASSET`` (``KEY`` with ``--datasets``). RUN ID is the newest run among an asset's partitions.
+COLUMNS = ("PARTITIONS", "VERSION", "ROWS", "FILES", "BYTES", "RUN ID", "AGE", "STATUS")
+_RIGHT = (1, 3, 4, 5)
+
+
 def asset_table(documents: Sequence[dict[str, Any]]) -> str:
-    """One aligned line per asset."""
-    rows = [
-        [
-            d["asset"],
-            "-" if d["partitions"] is None else human_count(d["partitions"]),
-            d["versions"],
-            human_count(d["rows"]),
-            human_count(d["files"]),
-            human_bytes(d["bytes"]),
-            short_run_id(d["last_run_id"]),
-            human_age(d["age_seconds"]),
-            d["status"],
-        ]
-        for d in documents
-    ]
-    headers = ["ASSET", "PARTITIONS", "VERSION", "ROWS", "FILES", "BYTES", "LAST RUN ID", "AGE", "STATUS"]
-    return table(headers, rows, right=(1, 3, 4, 5))
+    """One aligned line per asset, under ``ASSET`` and :data:`COLUMNS`."""
+    rows = []
+    for d in documents:
+        if d["versions"] == "-":  # no readable manifest: only the key and the status are known
+            rows.append([d["asset"], *["-"] * (len(COLUMNS) - 1), d["status"]])
+            continue
+        rows.append(
+            [
+                d["asset"],
+                "-" if d["partitions"] is None else human_count(d["partitions"]),
+                d["versions"],
+                human_count(d["rows"]),
+                human_count(d["files"]),
+                human_bytes(d["bytes"]),
+                short_run_id(d["last_run_id"]),
+                human_age(d["age_seconds"]),
+                d["status"],
+            ]
+        )
+    return table(["ASSET", *COLUMNS], rows, right=_RIGHT)
+
+
+def dataset_table(documents: Sequence[dict[str, Any]]) -> str:
+    """``ls --datasets``: one aligned line per dataset (``PARTITIONS`` is ``-``), the same columns as
+    :func:`asset_table` under ``KEY``."""
+    rows = []
+    for d in documents:
+        if "version" not in d:  # a corrupt manifest: only its key and status are known
+            rows.append([d["key"], *["-"] * (len(COLUMNS) - 1), d["status"]])
+            continue
+        figures = [str(d["version"]), human_count(d["rows"]), human_count(d["files"]), human_bytes(d["bytes"])]
+        rows.append([d["key"], "-", *figures, short_run_id(d["run_id"]), human_age(d["age_seconds"]), d["status"]])
+    return table(["KEY", *COLUMNS], rows, right=_RIGHT)
 
 
 def assets_of(listings: Sequence[DatasetListing]) -> list[dict[str, Any]]:

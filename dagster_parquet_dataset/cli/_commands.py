@@ -8,13 +8,13 @@ from typing import Any
 
 from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDatasetStore
 from ..errors import NotFound
-from ._assets import asset_table, assets_of, prefix_summary
+from ._assets import asset_table, assets_of, dataset_table, prefix_summary
 from ._filter_args import describe_filter
-from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, short_run_id, table
+from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, table
 from ._head import cmd_head
 from ._maintenance_commands import cmd_compact, cmd_sync_delta_log, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
-from ._targets import has_partitions, list_under, not_found, require_dataset
+from ._targets import list_under, not_found, require_dataset
 
 
 def _total_bytes(manifest: DatasetManifest) -> int | None:
@@ -45,31 +45,23 @@ def cmd_ls(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     if not listings:
         if prefix:  # a prefix that names nothing is a mistake (a typo, the wrong store): say so, exit 1
             raise not_found(ds, prefix)
-        emit(args, {"store": where, "datasets": []}, f"no datasets under {where}")
+        emit(args, {"store": where, "datasets": [], "assets": []}, f"no datasets under {where}")
         return OK
     documents = [_listing(item) for item in listings]
     broken = any(item.manifest is None for item in listings)
-    grouped = args.assets if args.assets is not None else has_partitions(listings)
-    document: dict[str, Any] = {"store": where, "datasets": documents}
-    if grouped:
-        assets = assets_of(listings)
-        document["assets"] = assets
+    assets = assets_of(listings)
+    # One layout whatever the store: the same keys in --json and the same columns in the table.
+    document: dict[str, Any] = {"store": where, "datasets": documents, "assets": assets}
+    if args.assets is False:  # --datasets: one line per dataset, partitions included
+        text = dataset_table(documents)
+    else:
         text = asset_table(assets)
-        text += f"\n{plural(len(assets), 'asset')} ({plural(len(listings), 'dataset')}) under {where}"
-        emit(args, document, text)
-        return PROBLEMS if broken else OK
-    rows = [_ls_row(d) for d in documents]
-    text = table(["KEY", "VERSION", "ROWS", "FILES", "BYTES", "RUN ID", "AGE", "STATUS"], rows, right=(1, 2, 3, 4))
-    text += f"\n{plural(len(listings), 'dataset')} under {where}"
+    counted = plural(len(listings), "dataset")
+    if args.assets is not False and len(assets) != len(listings):  # partitions (or op outputs) were grouped
+        counted = f"{plural(len(assets), 'asset')} ({counted})"
+    text += f"\n{counted} under {where}"
     emit(args, document, text)
     return PROBLEMS if broken else OK
-
-
-def _ls_row(d: dict[str, Any]) -> list[str]:
-    if "version" not in d:  # a corrupt manifest: only its key and status are known
-        return [d["key"], *["-"] * 6, d["status"]]
-    figures = [str(d["version"]), human_count(d["rows"]), human_count(d["files"]), human_bytes(d["bytes"])]
-    return [d["key"], *figures, short_run_id(d["run_id"]), human_age(d["age_seconds"]), d["status"]]
 
 
 def _listing(item: DatasetListing) -> dict[str, Any]:

@@ -122,8 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = command(
         "ls",
-        "list the datasets under a prefix: key, version, rows, files, bytes, last run id, age "
-        "(one line per asset when partition datasets are found)",
+        "list the datasets under a prefix, one line per asset (its partition datasets together): partitions, "
+        "versions, rows, files, bytes, newest run id, age; the same columns whatever the store",
     )
     ls.add_argument(
         "prefix", nargs="?", default="", type=_prefix_arg, metavar="PREFIX", help="a folder of the store (default: all)"
@@ -134,10 +134,13 @@ def build_parser() -> argparse.ArgumentParser:
         dest="assets",
         action="store_true",
         default=None,
-        help="one line per asset, its partition datasets together (the default when partitions are found)",
+        help="one line per asset, its partition datasets together (the default)",
     )
     grouping.add_argument(
-        "--datasets", dest="assets", action="store_false", help="one line per dataset, partitions included"
+        "--datasets",
+        dest="assets",
+        action="store_false",
+        help="one line per dataset, partitions included (the same columns)",
     )
 
     show = command(
@@ -286,10 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.code if isinstance(exc.code, int) else USAGE_ERROR
     try:
         store = open_store(args.store, endpoint_url=args.endpoint_url, region=args.region)
-        # The writers' retain_versions is not recorded anywhere, so a commit made here (compact) keeps every
-        # version unless told otherwise: the command line never drops history behind a user's back.
-        # Reclaim the space with vacuum --retain-versions N.
-        datasets = ParquetDatasetStore(store, retain_versions=None, delta_log=args.delta_log)
+        # The writers' retention (retain_versions, retain_for) is not recorded anywhere, so a commit made here
+        # (compact) keeps every version unless told otherwise: the command line never drops history behind a
+        # user's back. Reclaim the space with vacuum --retain-versions N or --older-than AGE.
+        datasets = ParquetDatasetStore(store, retain_versions=None, retain_for=None, delta_log=args.delta_log)
         return COMMANDS[args.command](args, datasets)
     except UsageError as exc:
         return _fail(f"{exc} (see {PROG} {args.command} --help)", USAGE_ERROR)

@@ -208,8 +208,3 @@ def group_assets(listings: Sequence[DatasetListing]) -> list[Asset]:
         if partition is not None:
             group.partitions.append(partition)
     return [groups[k] for k in sorted(groups, key=lambda k: (k == OP_OUTPUTS, k))]
-
-
-def has_partitions(listings: Sequence[DatasetListing]) -> bool:
-    """Whether any listed key looks like a partition of an asset."""
-    return any(asset_of(item.key)[1] is not None for item in listings)

@@ -309,7 +309,9 @@ def _run(context: AssetCheckExecutionContext, target: _Target, settings: _Settin
     outcomes: dict[str, list[tuple[str | None, _Outcome]]] = {name: [] for name in CHECK_NAMES}
     for partition in partitions:
         key = io.dataset_key_for(target.key, partition, target.partitions_def)
-        for name, outcome in _evaluate(context, target, settings, datasets, key, partition, selected).items():
+        for name, outcome in _evaluate(
+            context, target, settings, datasets, key, partition=partition, selected=selected
+        ).items():
             outcomes[name].append((partition, outcome))
     severities = {
         INTEGRITY: AssetCheckSeverity.ERROR,
@@ -354,6 +356,7 @@ def _evaluate(
     settings: _Settings,
     datasets: ParquetDatasetStore,
     key: str,
+    *,
     partition: str | None,
     selected: set[str],
 ) -> dict[str, _Outcome]:
@@ -372,7 +375,7 @@ def _evaluate(
     if selected & {SCHEMA, ROW_COUNT}:
         declared = declared_column_schema(target.metadata)
         needs_previous = ROW_COUNT in selected or declared is None
-        previous = _previous(context, target, datasets, key, partition, live) if needs_previous else None
+        previous = _previous(context, target, datasets, key, partition, live=live) if needs_previous else None
         if SCHEMA in selected:
             out[SCHEMA] = _schema(live, declared, previous, base)
         if ROW_COUNT in selected:
@@ -422,6 +425,7 @@ def _previous(
     datasets: ParquetDatasetStore,
     key: str,
     partition: str | None,
+    *,
     live: DatasetManifest,
 ) -> _Previous | None:
     """The newest retained version before ``live``, else what the previous materialization recorded."""

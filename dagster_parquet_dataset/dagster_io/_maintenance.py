@@ -279,6 +279,7 @@ def _run(
     asset_keys: list[AssetKey],
     prefix: str | None,
     plan: _Plan,
+    *,
     max_workers: int,
 ) -> Iterator[Any]:
     from .io_manager import RemoteStoreIOManager
@@ -390,7 +391,7 @@ def build_maintenance_jobs(
             plan = _plan_for(config, compact, vacuum)
         except ValueError as exc:
             raise Failure(f"maintenance refused its run config, nothing was changed: {exc}") from None
-        yield from _run(context, io_manager_key, asset_keys, prefix, plan, max_workers)
+        yield from _run(context, io_manager_key, asset_keys, prefix, plan, max_workers=max_workers)
 
     @job(name=f"{name}_job", description=f"{doing.capitalize()} the datasets of {selection}.")
     def _maintenance_job() -> None:

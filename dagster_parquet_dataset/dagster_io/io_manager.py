@@ -11,6 +11,7 @@ I/O and gives the guarantees (atomic commits, verified reads).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 from dagster import (
@@ -114,10 +115,14 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         compression: Parquet codec (``zstd``, ``snappy``, ``gzip``, ``brotli``, ``lz4``, ``none``).
         row_group_size: rows per Parquet row group (pyarrow's default when unset).
         max_rows_per_file: split outputs into parts of at most this many rows.
-        retain_versions: how many versions of each dataset stay readable after a
-            commit (for the ``version`` input metadata); ``1`` (the default) keeps
-            only the newest version's files, ``None`` keeps every version until
-            ``ParquetDatasetStore.vacuum``.
+        retain_versions: how many versions of each dataset stay readable (the live
+            one included; for the ``version`` and ``as_of`` input metadata); ``None``
+            (the default): no count limit; ``1`` deletes a replaced version's files
+            with the commit that replaces it (racing readers re-read, ``as_of`` has
+            nothing to travel to).
+        retain_for_hours: how long a replaced version stays readable, from the
+            commit that replaced it; 168 (7 days) by default, ``None``: no time limit.
+            A version stays while both limits allow; see ``ParquetDatasetStore``.
         delta_log: also keep each dataset's Delta log, so every output is a Delta table too
             (``ParquetDatasetStore(delta_log=True)``, docs/delta.md).
         preview_rows: rows of each output shown in its ``preview`` output metadata
@@ -156,10 +161,17 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         default=None, description="Split each output into parts of at most this many rows; unset means no limit."
     )
     retain_versions: int | None = Field(
-        default=1,
+        default=None,
         description=(
-            "How many versions of each dataset stay readable (for the 'version' input metadata): 1 keeps only "
-            "the newest; unset (None) keeps every version until ParquetDatasetStore.vacuum."
+            "How many versions of each dataset stay readable (for the 'version' and 'as_of' input metadata): "
+            "1 deletes a replaced version's files at once; unset (None): no count limit."
+        ),
+    )
+    retain_for_hours: float | None = Field(
+        default=168.0,
+        description=(
+            "Hours a replaced version stays readable, from the commit that replaced it (default 7 days); "
+            "unset (None): no time limit. Later commits delete expired versions' files."
         ),
     )
     delta_log: bool = Field(
@@ -248,7 +260,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
 
         Raises:
             ValueError / TypeError: a bad ``prefix``, ``compression``, ``row_group_size``,
-                ``max_rows_per_file``, ``retain_versions`` or ``base_dir``; the message names it.
+                ``max_rows_per_file``, ``retain_versions``, ``retain_for_hours`` or ``base_dir``; the message names it.
             ValueError: the run tag ``dagster_parquet_dataset/as_of``, or an input's ``as_of``
                 metadata, is not ISO-8601 with a time zone.
             StoreAccessError / CapabilityNotSupported: as ``S3StoreResource.setup_for_execution``.
@@ -267,6 +279,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 row_group_size=self.row_group_size,
                 max_rows_per_file=self.max_rows_per_file,
                 retain_versions=self.retain_versions,
+                retain_for=None if self.retain_for_hours is None else timedelta(hours=self.retain_for_hours),
                 delta_log=self.delta_log,
             )
         return self._datasets

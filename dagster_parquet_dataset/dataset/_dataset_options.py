@@ -5,11 +5,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CapabilityNotSupported
 from ..storage.base import Capability, Store
 from .io.encode import PartOptions
+
+#: An option not given (a method's default that means "as this store was configured").
+UNSET: Any = object()
 
 if TYPE_CHECKING:
     from .manifest import DatasetManifest
@@ -26,7 +30,9 @@ class DatasetOptions:
     row_group_size: int | None = None
     max_rows_per_file: int | None = None
     max_workers: int | None = None
-    retain_versions: int | None = 1
+    retain_versions: int | None = None
+    #: Seconds a replaced version stays retained (see ``_retention``); ``None``: no time limit.
+    retain_for: float | None = 7 * 24 * 3600.0
     commit_timeout: float = 60.0
     delta_log: bool = False
 
@@ -37,6 +43,11 @@ class DatasetOptions:
             from .delta import after_commit  # the log reads manifests: imported when first needed
 
             after_commit(self.store, key, base, committed)
+
+    @property
+    def retain_period(self) -> timedelta | None:
+        """:attr:`retain_for` as a ``timedelta``."""
+        return None if self.retain_for is None else timedelta(seconds=self.retain_for)
 
     @property
     def part_options(self) -> PartOptions:
@@ -63,6 +74,24 @@ def check_commit_timeout(value: object) -> float:
     """``value`` as seconds. Raises ``ValueError``: not a finite, non-negative number (NaN, inf, a bool)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise ValueError(f"commit_timeout must be a finite, non-negative number of seconds, got {value!r}")
+    return float(value)
+
+
+def check_retain_for(value: object, name: str = "retain_for") -> float | None:
+    """``value`` (a ``timedelta`` or seconds) as seconds; ``None`` passes.
+
+    Raises:
+        TypeError: neither a ``timedelta``, a number nor ``None``.
+        ValueError: negative, NaN or infinite.
+    """
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a timedelta, a number of seconds or None, got {type(value).__name__}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite, non-negative duration, got {value!r}")
     return float(value)
 
 
@@ -99,6 +128,7 @@ def make_options(
     max_rows_per_file: int | None,
     max_workers: int | None,
     retain_versions: int | None,
+    retain_for: object,
     commit_timeout: object,
     delta_log: bool = False,
 ) -> DatasetOptions:
@@ -125,6 +155,7 @@ def make_options(
         max_rows_per_file=max_rows_per_file,
         max_workers=max_workers,
         retain_versions=retain_versions,
+        retain_for=check_retain_for(retain_for),
         commit_timeout=check_commit_timeout(commit_timeout),
         delta_log=_check_delta_log(store, delta_log),
     )

@@ -30,6 +30,7 @@ from ..storage.base import validate_key
 from .commit.live import LiveVersion
 from .commit.live import read_live as _read_live
 from .expressions.merge_keys import MergeResult
+from .format.segments import SegmentGone
 from .io.read_parts import ReadPlan
 from .manifest import DatasetManifest
 from .ops import append, merge, write
@@ -125,7 +126,10 @@ class PinnedDatasets(ParquetDatasetStore):
         """
         if version is not None or as_of is not None or key not in self.pins.keys:
             return super().plan_read(key, filters=filters, version=version, as_of=as_of)
-        return plan_manifest(key, self.pins.manifest(key), filters)
+        try:
+            return plan_manifest(key, self.pins.manifest(key), filters)
+        except SegmentGone:  # a commit replaced the pinned version and its segments went: plan on the live one
+            return super().plan_read(key, filters=filters)
 
     def read_dataset(
         self,
@@ -231,8 +235,17 @@ class LiveDatasets(ParquetDatasetStore):
             As :meth:`ParquetDatasetStore.write_dataset`.
         """
         live = self.live if key == self.live.key else None
-        args = (overwrite, run_id, metadata, partition_by, expect_owner)
-        return write.write_dataset(self._options, table, key, *args, live=live)
+        return write.write_dataset(
+            self._options,
+            table,
+            key,
+            overwrite,
+            run_id,
+            metadata=metadata,
+            partition_by=partition_by,
+            expect_owner=expect_owner,
+            live=live,
+        )
 
     def append_dataset(
         self,
@@ -252,8 +265,18 @@ class LiveDatasets(ParquetDatasetStore):
             As :meth:`ParquetDatasetStore.append_dataset`.
         """
         live = self.live if key == self.live.key else None
-        args = (run_id, metadata, partition_by, allow_new_columns, expect_owner, idempotency_key)
-        return append.append_dataset(self._options, table, key, *args, live=live)
+        return append.append_dataset(
+            self._options,
+            table,
+            key,
+            run_id,
+            metadata,
+            partition_by=partition_by,
+            allow_new_columns=allow_new_columns,
+            expect_owner=expect_owner,
+            idempotency_key=idempotency_key,
+            live=live,
+        )
 
     def merge_dataset(
         self,
@@ -274,8 +297,19 @@ class LiveDatasets(ParquetDatasetStore):
             As :meth:`ParquetDatasetStore.merge_dataset`.
         """
         live = self.live if key == self.live.key else None
-        args = (key_columns, strategy, partition_by, run_id, metadata, expect_owner, idempotency_key)
-        return merge.merge_dataset(self._options, source, key, *args, live=live)
+        return merge.merge_dataset(
+            self._options,
+            source,
+            key,
+            key_columns,
+            strategy,
+            partition_by=partition_by,
+            run_id=run_id,
+            metadata=metadata,
+            expect_owner=expect_owner,
+            idempotency_key=idempotency_key,
+            live=live,
+        )
 
 
 def write_from_live(datasets: ParquetDatasetStore, live: LiveVersion) -> LiveDatasets:

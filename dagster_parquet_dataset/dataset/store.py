@@ -8,7 +8,7 @@ See docs/architecture.md for the layout and docs/guarantees.md for the promises.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -43,10 +43,10 @@ class ParquetDatasetStore(MaintenanceMethods):
         max_rows_per_file: split writes into ``part-NNNNN.parquet`` files of at most this many rows, encoded
             in parallel; ``None`` writes one ``data.parquet`` (one file per partition folder when partitioned).
         max_workers: threads that encode parts (default: CPU count).
-        retain_versions: how many versions stay readable after a commit. ``1`` (the default) keeps only the
-            newest version's files, as Spec 042 expects of an overwrite; ``N`` keeps the newest ``N`` versions
-            readable with ``read_dataset(..., version=...)`` or ``as_of=...``; ``None`` keeps every version
-            until :meth:`vacuum`.
+        retain_versions: versions kept readable, the live one included (``None``, the default: no count limit;
+            ``1``: a commit deletes what it replaces; racing readers/writers re-read or retry, ``as_of`` finds none).
+        retain_for: how long a replaced version stays readable, from the commit that replaced it (``timedelta`` or
+            seconds; 7 days by default, ``None``: no limit). Both limits apply (see ``commit.retention``).
         commit_timeout: seconds a commit keeps retrying when other writers commit first (jittered
             exponential backoff) before it raises :class:`CommitConflict`.
         delta_log: also keep each dataset's Delta log (``_delta_log/``) after every commit, so the
@@ -69,7 +69,8 @@ class ParquetDatasetStore(MaintenanceMethods):
         row_group_size: int | None = None,
         max_rows_per_file: int | None = None,
         max_workers: int | None = None,
-        retain_versions: int | None = 1,
+        retain_versions: int | None = None,
+        retain_for: timedelta | float | None = timedelta(days=7),
         commit_timeout: float = 60.0,
         delta_log: bool = False,
     ) -> None:
@@ -80,18 +81,20 @@ class ParquetDatasetStore(MaintenanceMethods):
             max_rows_per_file=max_rows_per_file,
             max_workers=max_workers,
             retain_versions=retain_versions,
+            retain_for=retain_for,
             commit_timeout=commit_timeout,
             delta_log=delta_log,
         )
         self.store, self.compression, self.commit_timeout = store, options.compression, options.commit_timeout
         self.row_group_size, self.max_rows_per_file = row_group_size, max_rows_per_file
         self.max_workers, self.retain_versions, self.delta_log = max_workers, retain_versions, options.delta_log
+        self.retain_for = options.retain_period
 
     def __repr__(self) -> str:
         return (
             f"ParquetDatasetStore({self.store!r}, compression={self.compression!r}, "
             f"row_group_size={self.row_group_size}, max_rows_per_file={self.max_rows_per_file}, "
-            f"retain_versions={self.retain_versions}, delta_log={self.delta_log})"
+            f"retain_versions={self.retain_versions}, retain_for={self.retain_for}, delta_log={self.delta_log})"
         )
 
     @staticmethod

@@ -102,7 +102,7 @@ def native_folder(datasets: ParquetDatasetStore, txn: str) -> str:
 
 
 def write_native(
-    df: DataFrame, datasets: ParquetDatasetStore, key: str, txn: str, schema: pa.Schema, name: Callable[[int], str]
+    df: DataFrame, datasets: ParquetDatasetStore, key: str, txn: str, schema: pa.Schema, *, name: Callable[[int], str]
 ) -> tuple[list[FileEntry], pa.Schema]:
     """Write ``df`` with Spark's own Parquet writer as parts of ``key``; returns the entries and their schema.
 

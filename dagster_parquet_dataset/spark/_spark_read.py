@@ -399,7 +399,7 @@ def read_spark_dataset(
             raise ValueError(f"read_spark_dataset takes version ({version}) or as_of ({as_of!r}), not both")
         version = datasets.version_at(key, as_of)
     source = _plan_source(datasets, key, filters, version)
-    return _read_sources(spark, datasets.store, [source], columns, filters is not None, mode, label=key)
+    return _read_sources(spark, datasets.store, [source], columns, filters is not None, mode=mode, label=key)
 
 
 def read_spark_datasets(
@@ -464,7 +464,7 @@ def read_spark_datasets(
         with ThreadPoolExecutor(max_workers=min(_FOOTER_THREADS, len(key_list))) as pool:
             sources = list(pool.map(lambda k: _plan_source(plain, k, filters, None, pinned), key_list))
     label = key_list[0] if len(key_list) == 1 else f"{len(key_list)} datasets ({key_list[0]!r}, ...)"
-    return _read_sources(spark, datasets.store, sources, columns, filters is not None, mode, label=label)
+    return _read_sources(spark, datasets.store, sources, columns, filters is not None, mode=mode, label=label)
 
 
 def _read_sources(
@@ -473,8 +473,8 @@ def _read_sources(
     sources: Sequence[_Source],
     columns: Sequence[str] | None,
     filtered: bool,
-    mode: ReadMode,
     *,
+    mode: ReadMode,
     label: str,
 ) -> DataFrame:
     """One DataFrame over the selected files of all ``sources``, filtered and projected."""
@@ -491,7 +491,7 @@ def _read_sources(
     if dnf and projection is not None:
         projection = projection + sorted({p.column for c in dnf for p in c} - set(projection))
     parts = [part for source in sources for part in source.parts()]
-    df = _read_parts(spark, store, schema, projection, parts, mode, label)
+    df = _read_parts(spark, store, schema, projection, parts, mode=mode, label=label)
     if dnf:
         df = df.where(spark_filter(dnf))
         if columns is not None:
@@ -505,6 +505,7 @@ def _read_parts(
     schema: pa.Schema,
     projection: list[str] | None,
     parts: Sequence[_Part],
+    *,
     mode: ReadMode,
     label: str,
 ) -> DataFrame:

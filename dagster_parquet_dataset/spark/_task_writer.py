@@ -221,7 +221,7 @@ class TaskWriter:
                 relative,
                 file_schema,
                 regroup(data, file_schema, group_rows),
-                self.options,
-                dest.partition_values,
+                options=self.options,
+                partition_values=dest.partition_values,
             )
             yield part_row(task, chunk, index, entry)

@@ -102,6 +102,7 @@ class S3Http:
         bucket: str,
         access_key: str,
         secret_key: str,
+        *,
         session_token: str | None,
     ) -> None:
         parsed = urlparse(endpoint_url or f"https://s3.{region}.amazonaws.com")

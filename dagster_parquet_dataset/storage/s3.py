@@ -305,7 +305,7 @@ class S3Store(Store):
                         key, secret = os.environ.get("AWS_ACCESS_KEY_ID"), os.environ.get("AWS_SECRET_ACCESS_KEY")
                         token = os.environ.get("AWS_SESSION_TOKEN")
                     self._http_obj = (
-                        S3Http(self.endpoint_url, self.region, self.bucket, key, secret, token)
+                        S3Http(self.endpoint_url, self.region, self.bucket, key, secret, session_token=token)
                         if key and secret
                         else None
                     )

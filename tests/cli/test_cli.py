@@ -19,6 +19,7 @@ import pytest
 import tomllib
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore
+from dagster_parquet_dataset.dataset.format import segments
 
 from ._cli import REPO, Target, one_line_error, run
 
@@ -82,11 +83,15 @@ def test_ls_lists_every_dataset_with_its_manifest_figures(target: Target) -> Non
     human = target.cli("ls")
     assert human.returncode == 0, human.stderr
     lines = human.stdout.splitlines()
-    assert lines[0].split() == ["KEY", "VERSION", "ROWS", "FILES", "BYTES", "RUN", "ID", "AGE", "STATUS"]
+    # the single ls layout, the same as on a store of partitioned assets (issue 30 point 3)
+    assert lines[0].split() == [
+        "ASSET", "PARTITIONS", "VERSION", "ROWS", "FILES", "BYTES", "RUN", "ID", "AGE", "STATUS"
+    ]  # fmt: skip
     orders = next(line for line in lines if line.startswith("sales/orders "))
     expected = _manifest_row(target, "sales/orders")
-    assert orders.split()[:4] == [
+    assert orders.split()[:5] == [
         "sales/orders",
+        "-",  # no partitions
         str(expected["version"]),
         f"{expected['rows']:,}",
         str(expected["files"]),
@@ -110,10 +115,11 @@ def test_ls_flags_a_corrupt_manifest_and_an_empty_store(target: Target) -> None:
     assert "not valid JSON" in events["error"]
 
 
-def test_ls_lists_every_dataset_when_one_misses_a_segment(target: Target) -> None:
+def test_ls_lists_every_dataset_when_one_misses_a_segment(target: Target, monkeypatch: pytest.MonkeyPatch) -> None:
     """One dataset whose manifest segment is gone is a row with its problem, not one error for the whole
     store (issue 26, #6); a truncated segment too."""
     _populate(target)
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)  # so 40 files need a segment (the default inlines 1,024)
     many = ParquetDatasetStore(target.store, max_rows_per_file=1)
     many.write_dataset(_orders(40), "wide/lost")  # more than 32 files: its entries live in a segment
     many.write_dataset(_orders(40), "wide/short")

@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
 import pyarrow as pa
+
+from dagster_parquet_dataset import LocalStore
 
 from ._cli import Target, one_line_error
 
@@ -72,3 +76,33 @@ def test_ls_shows_short_run_ids_narrow_lines_and_op_outputs_last(local: Target) 
     orders = next(line for line in lines if line.startswith("orders "))
     newest = runs[f"orders/{DAYS[-1]}"]
     assert f" {newest[:8]} " in orders
+
+
+def test_ls_prints_one_layout_whatever_the_store(tmp_path: Path) -> None:
+    """Issue 30 point 3: a store of plain datasets and a store of partitioned Dagster assets print the same
+    header and columns (``--datasets`` too, under ``KEY``); ``--json`` has the same keys on both."""
+    plain = Target(["--store", str(tmp_path / "plain")], LocalStore(tmp_path / "plain"))
+    plain.ds.write_dataset(pa.table({"id": [1, 2, 3]}), "sales/orders", run_id=str(uuid.uuid4()))
+    plain.ds.write_dataset(pa.table({"id": [1]}), "events")
+    assets = Target(["--store", str(tmp_path / "assets")], LocalStore(tmp_path / "assets"))
+    _populate(assets)
+
+    outputs = {}
+    for name, target in (("plain", plain), ("assets", assets)):
+        for flag in ("", "--assets", "--datasets"):
+            result = target.cli("ls", *([flag] if flag else []))
+            assert result.returncode == 0, result.stderr
+            outputs[name, flag] = result.stdout.splitlines()
+    columns = ["PARTITIONS", "VERSION", "ROWS", "FILES", "BYTES", "RUN", "ID", "AGE", "STATUS"]
+    for flag, first in (("", "ASSET"), ("--assets", "ASSET"), ("--datasets", "KEY")):
+        assert outputs["plain", flag][0].split() == outputs["assets", flag][0].split() == [first, *columns]
+    for lines in outputs.values():
+        assert max(len(line) for line in lines) < 120, lines
+        run_ids = [line.split()[7] for line in lines[1:-1] if not line.startswith("(op outputs)")]
+        assert all(len(r) == 8 or r == "-" for r in run_ids), lines  # BYTES is two words: "1.0 KiB"
+
+    events = next(line for line in plain.cli("ls").stdout.splitlines() if line.startswith("events "))
+    assert events.split()[1:5] == ["-", "1", "1", "1"]  # a plain dataset: no partitions, version 1, 1 row, 1 file
+    docs = [json.loads(t.cli("ls", "--json").stdout) for t in (plain, assets)]
+    assert [sorted(d) for d in docs] == [["assets", "datasets", "store"]] * 2
+    assert [a["asset"] for a in docs[0]["assets"]] == ["events", "sales/orders"]

@@ -10,13 +10,25 @@ import pytest
 
 from dagster_parquet_dataset import (
     DatasetNotFound,
+    LocalStore,
     NotFound,
     ParquetDatasetStore,
     VersionNotRetained,
 )
-from dagster_parquet_dataset.dagster_io import RemoteStoreIOManager
+from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager
 
 days = dg.DailyPartitionsDefinition(start_date="2024-06-01", end_date="2024-06-04")
+
+
+@pytest.fixture
+def io_manager(root: str) -> RemoteStoreIOManager:
+    """``retain_versions=1``: a replaced version is dropped at once (these tests read dropped versions)."""
+    return RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
+
+
+@pytest.fixture
+def datasets(root: str) -> ParquetDatasetStore:
+    return ParquetDatasetStore(LocalStore(root), retain_versions=1)
 
 
 @pytest.fixture

@@ -67,9 +67,9 @@ def check_external_entries(
             is not what the entry says.
     """
     entries = check_entries(key, entries)
-    listed_set = set(listed)
+    relisted = {e.path for e in entries}.intersection(listed)  # one pass over the live parts, no set of them
     for entry in entries:
-        if entry.path in listed_set:
+        if entry.path in relisted:
             raise ValueError(f"part {entry.path!r} is already listed by the live version of dataset {key!r}")
         _check_partition_values(key, entry, schema, partition_by)
         mismatch = folder_mismatch(entry.path, partition_by, entry.partition_values, schema)

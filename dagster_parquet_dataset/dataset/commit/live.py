@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from ...storage.base import Store
 from ..manifest import DatasetManifest
-from .transaction import is_tombstone, read_raw
+from .conditional import read_raw
+from .tombstone import is_tombstone
 
 
 @dataclass(frozen=True)

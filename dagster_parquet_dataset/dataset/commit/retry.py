@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from ...errors import CommitConflict
+from ..format.segments import SegmentGone
 from ..io.part_check import PartsVanished
 
 _FIRST_DELAY = 0.005
@@ -47,7 +48,7 @@ def retry_replans(timeout: float, attempt: Callable[[], T], gave_up: Callable[[]
     while True:
         try:
             return attempt()
-        except (Replan, PartsVanished):
+        except (Replan, PartsVanished, SegmentGone):
             pass  # a concurrent commit replaced files this operation planned on: plan again
         if backoff.expired():
             raise CommitConflict(gave_up())

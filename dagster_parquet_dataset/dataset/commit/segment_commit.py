@@ -27,12 +27,15 @@ def commit_segments(
     while they fit the root's budget (``fits_inline``), else into a new segment. Older formats: ``((), ())``.
 
     Raises:
-        ManifestCorrupted: a segment to merge is missing or damaged.
+        ManifestCorrupted: a segment to inherit or merge is missing or damaged (:class:`SegmentGone` when a
+            later commit replaced ``current`` and its segments went: build again on the new version).
     """
     if new.format_version < 2:
         return (), ()
     if (new.segments or new.added) and not new.__dict__.get("_files"):  # built on segments, files not given
         base, changed = tuple(new.segments), list(new.added)
+        for ref in base:  # never commit on top of a damaged segment (checked once per store: they never change)
+            segments.load_segment(store, key, ref)
     else:
         base, changed = (), list(new.files)
         if current is not None and current.segments:
@@ -48,4 +51,4 @@ def commit_segments(
         base, changed = (), table_entries(whole)
     if segments.fits_inline(changed):
         return base, tuple(changed)
-    return plan_segments(store, key, base, entries_table(changed, new.schema), new.parts, name, record), ()
+    return plan_segments(store, key, base, entries_table(changed, new.schema), new.parts, name=name, record=record), ()

@@ -38,13 +38,9 @@ Rules it enforces:
 from __future__ import annotations
 
 import logging
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
-
-import pyarrow as pa
+from dataclasses import dataclass, field
 
 from ...errors import AlreadyExists, CommitConflict, CommitOutcomeUnknown, ManifestCorrupted, NotFound
 from ...storage.base import Capability, Store
@@ -58,15 +54,19 @@ from ..format.layout import (
     is_spec_name,
     part_name,
     single_name,
-    version_of,
     version_path,
 )
-from ..format.segments import SEGMENTS_DIR
-from ..manifest import FORMAT_VERSION, DatasetManifest, FileEntry, encode_schema, schema_hash
+from ..format.segments import SEGMENTS_DIR, SegmentGone
+from ..manifest import DatasetManifest
+from .conditional import put_if_absent, read_raw, swap_manifest
 from .nested import deletable, outside_nested
+from .new_version import new_txn
 from .owner import check_expect_owner, check_owner
+from .referenced import not_referenced
+from .retention import obsolete_files, read_version_copy, version_copies
 from .retry import Backoff
 from .segment_commit import commit_segments
+from .tombstone import is_tombstone, swap_in_tombstone
 
 log = logging.getLogger(__name__)
 
@@ -75,14 +75,6 @@ log = logging.getLogger(__name__)
 TXN_WINDOW = 64
 #: Retries of a commit whose outcome the store did not report, before giving up.
 _UNANSWERED_RETRIES = 3
-
-#: The ``operation`` of the manifest a delete commits before it removes the dataset's files.
-TOMBSTONE_OPERATION = "delete"
-
-
-def new_txn() -> str:
-    """A write token, unique to one transaction."""
-    return uuid.uuid4().hex[:16]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -136,30 +128,6 @@ called again after every lost race, and may raise to give up."""
 # ---------------------------------------------------------------------- reading
 
 
-def tombstone(options: DatasetOptions, key: str, version: int) -> DatasetManifest:
-    """The manifest a delete (or a taken-back commit) swaps in: no parts, its own token."""
-    txn = new_txn()
-    mark = new_manifest(options, key, [], pa.schema([]), run_id=None, metadata=None, partition_by=(), operation="")
-    return replace(mark, operation=TOMBSTONE_OPERATION, version=version, txn=txn, txns=(txn,))
-
-
-def read_raw(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
-    """The live manifest (``None`` if absent or corrupt; a delete's tombstone as it is) and its token."""
-    try:
-        raw, token = store.read_versioned(f"{key}/{MANIFEST_NAME}")
-    except NotFound:
-        return None, None
-    try:
-        return DatasetManifest.from_json(raw, store, key), token
-    except ManifestCorrupted:
-        return None, token
-
-
-def is_tombstone(manifest: DatasetManifest | None) -> bool:
-    """Whether ``manifest`` is the marker of a ``delete_dataset`` in progress."""
-    return manifest is not None and manifest.operation == TOMBSTONE_OPERATION
-
-
 def read_current(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
     """The live manifest (``None`` if absent or corrupt) and its token (``None`` if absent).
 
@@ -169,21 +137,6 @@ def read_current(store: Store, key: str) -> tuple[DatasetManifest | None, str | 
     if is_tombstone(manifest):
         return None, None
     return manifest, token
-
-
-def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest | None:
-    """A retained past version's manifest copy, or ``None`` if it is gone or unreadable."""
-    try:
-        return DatasetManifest.from_json(store.read_bytes(f"{key}/{version_path(version)}"), store, key)
-    except (NotFound, ManifestCorrupted):
-        return None
-
-
-def _version_copies(store: Store, key: str) -> list[int]:
-    if not store.supports(Capability.LIST):
-        return []
-    numbers = (version_of(f.path[len(key) + 1 :]) for f in store.list_files(f"{key}/{VERSIONS_DIR}"))
-    return sorted(n for n in numbers if n is not None)
 
 
 def delete_quietly(store: Store, paths: Iterable[str]) -> None:
@@ -219,36 +172,6 @@ def repair_success(store: Store, key: str) -> DatasetManifest | None:
         return None
     log.info("dataset %r: wrote the _SUCCESS its last commit did not get to", key)
     return current
-
-
-def new_manifest(
-    options: DatasetOptions,
-    key: str,
-    entries: Sequence[FileEntry],
-    schema: pa.Schema,
-    *,
-    run_id: str | None,
-    metadata: dict[str, str] | None,
-    partition_by: Sequence[str],
-    operation: str,
-) -> DatasetManifest:
-    """A manifest listing ``entries`` (version, token and obsolete files are set by the commit)."""
-    return DatasetManifest(
-        dataset_key=key,
-        parts=[e.path for e in entries],
-        row_count=sum(e.row_count or 0 for e in entries),
-        schema_hash=schema_hash(schema),
-        compression=options.compression,
-        created_at_utc=datetime.now(timezone.utc).isoformat(),
-        run_id=run_id,
-        metadata=metadata,
-        format_version=FORMAT_VERSION,
-        version=1,
-        files=tuple(entries),
-        arrow_schema=encode_schema(schema),
-        partition_by=tuple(partition_by),
-        operation=operation,
-    )
 
 
 # ------------------------------------------------------------------ transaction
@@ -421,23 +344,19 @@ class Transaction:
             CommitConflict: the manifest was taken back; nothing stays committed.
             CommitOutcomeUnknown: the tombstone's swap kept failing without an answer.
         """
-        key, path = self.key, f"{self.key}/{MANIFEST_NAME}"
-        latest, token = (committed, self._landed) if self._landed else read_raw(self.store, key)
-        backoff = Backoff(self.options.commit_timeout)
-        while latest is not None and token is not None and self.txn in latest.txns and not is_tombstone(latest):
-            mark = tombstone(self.options, key, latest.version + 1)
-            try:
-                self.store.write_if(path, mark.to_json().encode("utf-8"), expected=token)
-                break
-            except (CommitConflict, OSError):
-                pass
-            latest, token = read_raw(self.store, key)
-            if latest is not None and latest.txn == mark.txn:
-                break  # a lost response: it landed
-            if backoff.expired():
-                raise CommitOutcomeUnknown(f"dataset {key!r}: could not take back a manifest listing deleted parts")
-            backoff.pause()
-        else:
+        key, txn = self.key, self.txn
+        landed = swap_in_tombstone(
+            self.options,
+            key,
+            applies=lambda latest, token: (
+                latest is not None and token is not None and txn in latest.txns and not is_tombstone(latest)
+            ),
+            gave_up=lambda: CommitOutcomeUnknown(
+                f"dataset {key!r}: could not take back a manifest listing deleted parts"
+            ),
+            start=(committed, self._landed) if self._landed else None,
+        )
+        if landed is None:
             return
         delete_quietly(self.store, [f"{key}/{SUCCESS_NAME}"])  # a commit built on it may have written it
         self.abandon()
@@ -461,7 +380,6 @@ class Transaction:
 
     def _commit(self, build: Build) -> DatasetManifest:
         key, txn = self.key, self.txn
-        path = f"{key}/{MANIFEST_NAME}"
         current, token = self.pending.current, self.pending.token
         backoff = Backoff(self.options.commit_timeout)
         unanswered = 0
@@ -475,14 +393,19 @@ class Transaction:
                 self.recognised = True  # an earlier attempt of this very write committed it
                 return current
             if not (unanswered and token == self._sent_against):  # an unanswered send is re-sent as it was
-                candidate = self._candidate(build(current), current, token).bind(self.store, key)
-            if current is not None and self.options.retain_versions != 1:
+                try:
+                    candidate = self._candidate(build(current), current, token).bind(self.store, key)
+                except SegmentGone:
+                    candidate = None  # a commit replaced `current` and its segments went: build on the new version
+            if candidate is not None and current is not None and self.options.retain_versions != 1:
                 # Keep the replaced version readable: its manifest moves into _versions/.
                 self.store.write_bytes(f"{key}/{version_path(current.version)}", current.to_json().encode("utf-8"))
             unsure: BaseException | None = None
-            self._sent_against, self._in_flight = token, True
+            self._sent_against, self._in_flight = token, candidate is not None
             try:
-                self._landed = self.store.write_if(path, candidate.to_json().encode("utf-8"), expected=token)
+                if candidate is None:
+                    raise CommitConflict("lost the race before sending")
+                self._landed = swap_manifest(self.store, key, candidate, expected=token)
                 self._in_flight = False
                 return candidate
             except CommitConflict:
@@ -544,7 +467,7 @@ class Transaction:
         else:
             # No readable live manifest. If there was one (it is corrupt, or was deleted by hand
             # while copies of older versions remain), it was newer than every copy: skip its number too.
-            copied = max(_version_copies(self.store, self.key), default=0)
+            copied = max(version_copies(self.store, self.key), default=0)
             version = copied + 2 if token is not None or copied else 1
             previous, done = (), ()
         ours = () if self._idempotency is None else ((*self._idempotency, self.txn),)
@@ -554,7 +477,7 @@ class Transaction:
             new = new.evolve(segments=segments, added=inline)
         return new.evolve(
             version=version,
-            obsolete=self._obsolete(new, current),
+            obsolete=obsolete_files(self.options, self.key, new, current),
             txn=self.txn,
             txns=(self.txn, *previous)[:TXN_WINDOW],
             idempotency=(*ours, *done)[:TXN_WINDOW],
@@ -585,50 +508,16 @@ class Transaction:
                 f"parts went with it (first: {missing[0]!r}); nothing was committed, write again"
             )
 
-    def _obsolete(self, new: DatasetManifest, current: DatasetManifest | None) -> tuple[str, ...]:
-        """Files no retained version needs once ``new`` replaces ``current``.
-
-        What ``current`` inherited as obsolete is filtered: a reserved name or a
-        path outside the dataset is never deletable, whatever storage says.
-        """
-        if current is None:
-            return ()
-        keep = set(new.referenced())
-        inherited = [p for p in current.obsolete if deletable(p)]
-        retain = self.options.retain_versions
-        if retain is None:
-            return tuple(p for p in inherited if p not in keep)
-        if retain == 1:
-            gone = set(current.referenced()).difference(keep)  # set work first: an append removes nothing
-            doomed = dict.fromkeys([*inherited, *(p for p in current.referenced() if p in gone)] if gone else inherited)
-            return tuple(p for p in doomed if p not in keep and deletable(p))
-        # Versions current.version - retain + 2 .. current.version stay; one drops out.
-        dropped_version = current.version + 1 - retain
-        retained = [current]
-        for v in range(max(dropped_version + 1, 1), current.version):
-            old = read_version_copy(self.store, self.key, v)
-            if old is not None:
-                retained.append(old)
-        for m in retained:
-            keep.update(m.referenced())
-        doomed = list(inherited)
-        if dropped_version >= 1:
-            dropped = read_version_copy(self.store, self.key, dropped_version)
-            if dropped is not None:
-                doomed += [p for p in dropped.referenced() if deletable(p)]
-            doomed.append(version_path(dropped_version))  # the one reserved name a commit itself drops
-        return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
-
     def _finish(self, committed: DatasetManifest) -> None:
         """``_SUCCESS``, then the obsolete files: manifest copies before data files,
         so a crash in between never leaves a listed version without its files.
         Files inside a dataset nested in this one's folder are never deleted."""
         key = self.key
         self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
-        live = set(committed.referenced())
-        self._drop_unused_segments(live)
+        self._drop_unused_segments({s.path for s in committed.segments})  # the segments the version lists
         copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
-        data = [p for p in committed.obsolete if p not in copies and p not in live and deletable(p)]
+        others = [p for p in committed.obsolete if p not in copies]
+        data = [p for p in not_referenced(others, committed) if deletable(p)]
         delete_quietly(self.store, (f"{key}/{p}" for p in copies))
         delete_quietly(self.store, (f"{key}/{p}" for p in outside_nested(self.store, key, data)))
 
@@ -676,7 +565,7 @@ def _claim(store: Store, key: str, txn: str) -> bool:
     until the dataset is deleted; a writer that finds it taken uses unique names.
     """
     try:
-        store.write_if(f"{key}/{CLAIM_NAME}", txn.encode(), expected=None)
+        put_if_absent(store, f"{key}/{CLAIM_NAME}", txn.encode())
         return True
     except CommitConflict:
         return False
@@ -686,7 +575,7 @@ def _listed_paths(store: Store, key: str) -> set[str]:
     """Every part the live version or a retained ``_versions/`` copy lists."""
     live, _token = read_raw(store, key)
     listed = set(live.referenced()) if live is not None else set()
-    for number in _version_copies(store, key):
+    for number in version_copies(store, key):
         old = read_version_copy(store, key, number)
         if old is not None:
             listed.update(old.referenced())

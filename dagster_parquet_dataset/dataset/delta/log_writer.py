@@ -2,7 +2,7 @@
 
 Delta version ``N`` is dataset version ``N``; version 0 only creates the table. The log is derived
 from the manifests (the dataset's truth) and is written with put-if-absent only
-(``Store.write_if(..., expected=None)``), version after version from the first one missing, so:
+(``commit.conditional.put_if_absent``), version after version from the first one missing, so:
 
 - a log that lags (a failed or interrupted log write) heals at the next commit, or with
   :func:`sync_log`, with no gap;
@@ -32,6 +32,7 @@ import pyarrow as pa
 
 from ...errors import CommitConflict, ManifestCorrupted, NotFound
 from ...storage.base import Capability, Store
+from ..commit.conditional import put_if_absent
 from ..format.layout import MANIFEST_NAME, version_path
 from ..manifest import DatasetManifest, FileEntry
 from .actions import (
@@ -321,7 +322,7 @@ def _put(store: Store, path: str, data: bytes) -> bool:
         CommitConflict: it was there with other bytes (another writer derived it from other manifests).
     """
     try:
-        store.write_if(path, data, expected=None)
+        put_if_absent(store, path, data)
         return True
     except CommitConflict:
         if store.read_bytes(path) == data:
@@ -354,7 +355,7 @@ def _checkpoint(store: Store, key: str, state: _State) -> None:
         protocol, metadata = state.protocol or {}, state.metadata or {}
     data, size = checkpoint_bytes(protocol, metadata, adds)
     try:
-        store.write_if(checkpoint_path(key, state.version), data, expected=None)
+        put_if_absent(store, checkpoint_path(key, state.version), data)
     except CommitConflict:
         pass  # another writer wrote this version's checkpoint
     last_path = f"{key}/{LOG_DIR}/{_LAST_CHECKPOINT}"

@@ -30,9 +30,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from ...errors import ManifestCorrupted, NotFound
-from ...storage.base import Store
+from ...storage.base import Store, validate_key
 from ..expressions.segment_pruning import pruning_columns
-from .layout import SEGMENTS_DIR
+from .layout import MANIFEST_NAME, SEGMENTS_DIR
 
 #: Trailing segments are merged while the one before the last holds at most this many times the last's rows.
 _MERGE_RATIO = 2
@@ -56,6 +56,13 @@ _ENTRY_SCHEMA = pa.schema(
     ]
 )
 ENTRY_COLUMNS = tuple(_ENTRY_SCHEMA.names)
+
+
+class SegmentGone(ManifestCorrupted):
+    """A segment the manifest read earlier lists is missing because a later commit (or a delete) replaced
+    that version and its files went: a lost race, so re-read the manifest (a reader) or build again on
+    the new version (a writer). A segment missing while the live manifest still lists it is damage, a
+    plain :class:`ManifestCorrupted`."""
 
 
 @dataclass(frozen=True)
@@ -92,11 +99,22 @@ class SegmentRef:
         ints = [raw.get(n) for n in ("files", "rows", "size_bytes")] if ok else []
         if not ok or not all(type(v) is int and v >= 0 for v in ints):
             raise ManifestCorrupted(f"manifest segment {raw!r} is malformed", reason="bad segments")
-        if not raw["path"].startswith(SEGMENTS_DIR + "/") or ".." in raw["path"].split("/"):
-            raise ManifestCorrupted(
-                f"manifest segment path {raw['path']!r} is not under {SEGMENTS_DIR}/", reason="bad segments"
-            )
+        check_segment_path(raw["path"])
         return cls(raw["path"], ints[0], ints[1], ints[2], raw["sha256"])
+
+
+def check_segment_path(path: str) -> None:
+    """Raises ManifestCorrupted: ``path`` is not a safe key directly under ``_segments/`` (checked like a
+    part's path: no empty, ``.`` or ``..`` name, no ``//``, trailing ``/`` or backslash)."""
+    try:
+        validate_key(path, what="manifest segment path")
+    except ValueError as exc:
+        raise ManifestCorrupted(f"manifest lists an unsafe segment path: {exc}", reason="bad segments") from None
+    head, _sep, name = path.partition("/")
+    if head != SEGMENTS_DIR or not name or "/" in name:
+        raise ManifestCorrupted(
+            f"manifest segment path {path!r} is not a file in {SEGMENTS_DIR}/", reason="bad segments"
+        )
 
 
 # ---------------------------------------------------------------------- tables <-> entries
@@ -172,6 +190,12 @@ def load_segment(store: Store, key: str, ref: SegmentRef, *, cached: bool = True
     try:
         data = store.read_bytes(path)
     except NotFound:
+        if not _live_lists(store, key, ref.path):
+            raise SegmentGone(
+                f"dataset {key!r}: segment {ref.path!r} went with the version that listed it (a later commit "
+                "replaced it); read the manifest again",
+                reason="segment gone",
+            ) from None
         raise ManifestCorrupted(
             f"dataset {key!r}: segment {ref.path!r} that the manifest lists is missing", reason="missing segment"
         ) from None
@@ -196,6 +220,23 @@ def load_segment(store: Store, key: str, ref: SegmentRef, *, cached: bool = True
         )
     _remember(store, path, table)
     return table
+
+
+def _live_lists(store: Store, key: str, relative: str) -> bool:
+    """Whether the live root manifest of ``key`` lists the segment ``relative`` (an unreadable one counts as
+    listing it: the damage is reported, not a race)."""
+    try:
+        raw = json.loads(store.read_bytes(f"{key}/{MANIFEST_NAME}"))
+    except NotFound:
+        return False  # deleted meanwhile
+    except ValueError:
+        return True
+    if not isinstance(raw, dict):
+        return True
+    if raw.get("operation") == "delete":
+        return False  # a delete's tombstone
+    listed = raw.get("segments")
+    return not isinstance(listed, list) or any(isinstance(s, dict) and s.get("path") == relative for s in listed)
 
 
 def check_segments(store: Store, key: str, refs: Sequence[SegmentRef]) -> None:
@@ -290,6 +331,7 @@ def plan_segments(
     base: Sequence[SegmentRef],
     fresh: pa.Table | None,
     parts: Sequence[str],
+    *,
     name: Callable[[], str],
     record: Callable[[str], None],
 ) -> tuple[SegmentRef, ...]:

@@ -154,9 +154,9 @@ def encode_part(
     relative: str,
     schema: pa.Schema,
     tables: Iterable[pa.Table],
+    *,
     options: PartOptions,
     partition_values: dict[str, Any] | None = None,
-    *,
     tag: bool = False,
 ) -> FileEntry:
     """Stream ``tables`` into one Parquet object at ``path``; atomic on success.
@@ -232,8 +232,8 @@ def encode_parts(
                         job.relative,
                         job.table.schema,
                         [job.table],
-                        options,
-                        job.partition_values,
+                        options=options,
+                        partition_values=job.partition_values,
                         tag=True,
                     )
                 )
@@ -252,14 +252,17 @@ def stream_single(
     relative: str,
     data: pa.Table | pa.RecordBatchReader,
     options: PartOptions,
+    *,
     attempted: list[str],
 ) -> FileEntry:
     """Write all of ``data`` as one Parquet object, streaming a reader batch by batch."""
     attempted.append(path)
     if isinstance(data, pa.Table):
-        return encode_part(store, path, relative, data.schema, [data], options, tag=True)
+        return encode_part(store, path, relative, data.schema, [data], options=options, tag=True)
     group = options.row_group_size or DEFAULT_ROW_GROUP
-    return encode_part(store, path, relative, data.schema, chunk_batches(data, data.schema, group), options, tag=True)
+    return encode_part(
+        store, path, relative, data.schema, chunk_batches(data, data.schema, group), options=options, tag=True
+    )
 
 
 def stream_parts(
@@ -268,6 +271,7 @@ def stream_parts(
     part_name: Callable[[int], str],
     data: pa.RecordBatchReader,
     rows_per_file: int,
+    *,
     options: PartOptions,
     attempted: list[str],
 ) -> list[FileEntry]:
@@ -304,7 +308,7 @@ def stream_parts(
         name = part_name(len(entries))
         path = f"{key}/{name}"
         attempted.append(path)
-        entries.append(encode_part(store, path, name, schema, part_tables(), options, tag=True))
+        entries.append(encode_part(store, path, name, schema, part_tables(), options=options, tag=True))
         if not carry:
             following = next(source, None)
             if following is not None and following.num_rows:

@@ -206,6 +206,7 @@ def _open_verified(
     manifest: DatasetManifest,
     schema: pa.Schema | None,
     entry: FileEntry,
+    *,
     whole: bool = False,
 ) -> tuple[pa.NativeFile, pq.ParquetFile]:
     """Open one part and check its footer against the manifest (:meth:`PartCheck.open`).
@@ -252,6 +253,7 @@ def _read_one(
     schema: pa.Schema,
     entry: FileEntry,
     opened: tuple[pa.NativeFile, pq.ParquetFile],
+    *,
     output: list[str],
     dnf: Any,
 ) -> pa.Table:
@@ -318,7 +320,7 @@ def read_parts(
     whole = projection is None and None not in sizes and sum(sizes) <= _WHOLE_FILE_BUDGET  # type: ignore[arg-type]
     opened = _open_all(store, check, read_plan.selected, whole)
     tables = parallel_map(
-        lambda pair: _read_one(dataset_key, manifest, schema, pair[0], pair[1], output, read_plan.filters),
+        lambda pair: _read_one(dataset_key, manifest, schema, pair[0], pair[1], output=output, dnf=read_plan.filters),
         list(zip(read_plan.selected, opened, strict=True)),
     )
     if schema is not None and manifest.arrow_schema is None:

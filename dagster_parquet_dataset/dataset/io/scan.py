@@ -251,8 +251,8 @@ def scan_manifests(
         expr = _partition_expression(part.entry, scan_schema)
         if expr is not None:
             kwargs["partition_expression"] = expr
-        if part.entry.size_bytes is not None:
-            kwargs["file_size"] = part.entry.size_bytes  # checked above: pyarrow need not ask again
+        # No file_size: pyarrow asks for the part's size when it opens it, so a part truncated after this check
+        # fails with pyarrow's own error; told the recorded size, it would read past a shorter object's end.
         fragments.append(fmt.make_fragment(part.location, filesystem, **kwargs))
     dataset = pads.FileSystemDataset(fragments, scan_schema, fmt, filesystem)
     if dnf is not None:

@@ -17,7 +17,8 @@ from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
 from ..commit.live import LiveVersion, begin_point
-from ..commit.transaction import Build, PendingWrite, Transaction, new_manifest, repair_success
+from ..commit.new_version import new_manifest
+from ..commit.transaction import Build, PendingWrite, Transaction, repair_success
 from ..delta import check_delta_schema, delta_ready
 from ..format.data_version import entries_hash
 from ..format.layout import SUCCESS_NAME
@@ -77,6 +78,7 @@ def append_builder(
     entries: Sequence[FileEntry],
     incoming: pa.Schema,
     partition: tuple[str, ...],
+    *,
     pending: PendingWrite,
     allow_new_columns: bool,
 ) -> Build:
@@ -93,7 +95,7 @@ def append_builder(
             return make(entries, incoming)
         if latest.partition_by != partition:
             raise CommitConflict(f"dataset {key!r} was repartitioned by a concurrent write; append again")
-        clash = sorted({e.path for e in entries} & set(latest.parts))
+        clash = sorted({e.path for e in entries}.intersection(latest.parts))  # no set of the live parts
         if clash:
             raise ValueError(f"part {clash[0]!r} is already listed by the live version of dataset {key!r}")
         schema = append_schema(key, latest, incoming, allow_new_columns)
@@ -120,6 +122,7 @@ def _begin(
     schema: pa.Schema,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    *,
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
     expect_owner: Mapping[str, str | None] | None,
@@ -154,11 +157,11 @@ def append_dataset(
     key: str,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    *,
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
     expect_owner: Mapping[str, str | None] | None = None,
     idempotency_key: str | None = None,
-    *,
     live: LiveVersion | None = None,
 ) -> DatasetManifest:
     """See :meth:`ParquetDatasetStore.append_dataset` (``live``: the live version already read, see :mod:`..commit.live`)."""
@@ -166,15 +169,26 @@ def append_dataset(
     check_input(table, "append_dataset")
     if options.delta_log:
         table = delta_ready(table, key=key)
-    args = (run_id, metadata, partition_by, allow_new_columns, expect_owner)
-    txn, partition, target = _begin(options, key, table.schema, *args, current=begin_point(live, key))
+    txn, partition, target = _begin(
+        options,
+        key,
+        table.schema,
+        run_id,
+        metadata,
+        partition_by=partition_by,
+        allow_new_columns=allow_new_columns,
+        expect_owner=expect_owner,
+        current=begin_point(live, key),
+    )
     if target is not None:
         table = conform_data(table, target, key=key)
     check_write_fits(options.store, key, table, partition)
     incoming = recorded_schema(table.schema, partition, key=key)
     with txn.writing():
         entries = write_parts(options, txn, table, partition)
-    build = append_builder(options, key, entries, incoming, partition, txn.pending, allow_new_columns)
+    build = append_builder(
+        options, key, entries, incoming, partition, pending=txn.pending, allow_new_columns=allow_new_columns
+    )
     content = entries_hash(entries) if idempotency_key is not None else None
     committed = txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
     if txn.recognised:
@@ -198,6 +212,7 @@ def begin_append(
     schema: pa.Schema,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    *,
     partition_by: Sequence[str] | None,
     allow_new_columns: bool,
     expect_owner: Mapping[str, str | None] | None = None,
@@ -209,7 +224,14 @@ def begin_append(
     if options.delta_log:
         check_delta_schema(schema, key=key)
     txn, partition, target = _begin(
-        options, key, schema, run_id, metadata, partition_by, allow_new_columns, expect_owner
+        options,
+        key,
+        schema,
+        run_id,
+        metadata,
+        partition_by=partition_by,
+        allow_new_columns=allow_new_columns,
+        expect_owner=expect_owner,
     )
     if target is None:
         target = schema
@@ -241,7 +263,13 @@ def commit_append(
     entries = check_external_entries(options.store, pending.key, entries, incoming, pending.partition_by, listed=live)
     txn.adopt(e.path for e in entries)
     build = append_builder(
-        options, pending.key, entries, incoming, pending.partition_by, pending.write, pending.allow_new_columns
+        options,
+        pending.key,
+        entries,
+        incoming,
+        pending.partition_by,
+        pending=pending.write,
+        allow_new_columns=pending.allow_new_columns,
     )
     key = pending.idempotency_key
     content = entries_hash(entries) if key is not None else None

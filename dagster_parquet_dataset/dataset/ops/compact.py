@@ -33,8 +33,9 @@ import pyarrow as pa
 from ...errors import DatasetIncomplete
 from ...storage.base import Capability
 from .._dataset_options import DatasetOptions, check_run_id
+from ..commit.new_version import new_manifest
 from ..commit.retry import Replan, retry_replans
-from ..commit.transaction import Transaction, new_manifest, read_current
+from ..commit.transaction import Transaction, read_current
 from ..format.layout import part_name
 from ..io.encode import DEFAULT_ROW_GROUP, chunk_batches, encode_part
 from ..io.key_checks import check_key_fits
@@ -207,7 +208,7 @@ def compact(
             Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="compact datasets"
         )
         try:
-            return _rewrite(options, key, current, token, schema, groups, run_id)
+            return _rewrite(options, key, current, token, schema, groups=groups, run_id=run_id)
         except PartsVanished as exc:
             latest, _token = read_current(options.store, key)
             if latest is not None and latest.version == current.version:
@@ -233,6 +234,7 @@ def _rewrite(
     current: DatasetManifest,
     token: str | None,
     schema: pa.Schema,
+    *,
     groups: list[CompactGroup],
     run_id: str | None,
 ) -> CompactResult:
@@ -260,8 +262,8 @@ def _rewrite(
             names[i],
             file_schema,
             chunk_batches(batches, file_schema, rows),
-            part_options,
-            group.entries[0].partition_values,
+            options=part_options,
+            partition_values=group.entries[0].partition_values,
             tag=True,
         )
 

@@ -16,13 +16,12 @@ conditional writes has no tombstone: there ``_SUCCESS`` goes first.
 from __future__ import annotations
 
 import logging
-from dataclasses import replace
 
 from ...errors import CommitConflict, NotFound
 from ...storage.base import Capability
 from .._dataset_options import DatasetOptions
-from ..commit.retry import Backoff
-from ..commit.transaction import read_raw, tombstone
+from ..commit.conditional import read_raw
+from ..commit.tombstone import swap_in_tombstone
 from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
 from ..io.key_checks import check_key_fits
 from .vacuum import own_files
@@ -77,27 +76,19 @@ def delete_dataset(options: DatasetOptions, key: str) -> None:
 
 
 def _commit_tombstone(options: DatasetOptions, key: str) -> str:
-    """Replace the live manifest (or its absence) by a tombstone, by compare-and-swap; its token."""
-    store = options.store
-    base = tombstone(options, key, 1)
-    txn = base.txn
-    backoff = Backoff(options.commit_timeout)
-    while True:
-        current, token = read_raw(store, key)
-        version = current.version + 1 if current is not None else 1
-        mark = replace(base, version=version)
-        try:
-            return store.write_if(f"{key}/{MANIFEST_NAME}", mark.to_json().encode("utf-8"), expected=token)
-        except CommitConflict:
-            pass
-        except OSError:
-            pass  # a lost response: the re-read below tells
-        latest, latest_token = read_raw(store, key)
-        if latest is not None and latest.txn == txn and latest_token is not None:
-            return latest_token
-        if backoff.expired():
-            raise CommitConflict(
-                f"dataset {key!r}: gave up deleting after {options.commit_timeout:g} s; other writers keep "
-                "committing to it (raise commit_timeout to wait longer)"
-            )
-        backoff.pause()
+    """Replace the live manifest (or its absence) by a tombstone, by compare-and-swap; its token.
+
+    Raises:
+        CommitConflict: other writers kept committing for ``commit_timeout`` seconds.
+    """
+    token = swap_in_tombstone(
+        options,
+        key,
+        applies=lambda _latest, _token: True,
+        gave_up=lambda: CommitConflict(
+            f"dataset {key!r}: gave up deleting after {options.commit_timeout:g} s; other writers keep "
+            "committing to it (raise commit_timeout to wait longer)"
+        ),
+    )
+    assert token is not None  # `applies` always holds: it returns only once the tombstone landed
+    return token

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ...errors import DatasetNotFound, ManifestCorrupted, NotFound, VersionNotRetained
 from ...storage.base import Capability, Store
 from .._dataset_options import check_positive
-from ..commit.transaction import is_tombstone, read_version_copy
+from ..commit.tombstone import is_tombstone
+from ..commit.transaction import read_version_copy
 from ..format.layout import MANIFEST_NAME, version_of, version_path
 from ..manifest import DatasetManifest
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...errors import ManifestCorrupted, NotFound
 from ...storage.base import Store
-from ..commit.transaction import TOMBSTONE_OPERATION
+from ..commit.tombstone import TOMBSTONE_OPERATION
 from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
 from ..manifest import DatasetManifest
 

@@ -7,14 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
 
 from ...storage.base import validate_key
-from .._dataset_options import DatasetOptions
+from .._dataset_options import UNSET, DatasetOptions
 from . import delta_sync
 from .vacuum import VacuumResult, vacuum
-
-_DEFAULT: Any = object()
 
 
 class MaintenanceMethods:
@@ -31,8 +28,8 @@ class MaintenanceMethods:
         self,
         key: str,
         *,
-        retain_versions: int | None = _DEFAULT,  # type: ignore[assignment]
-        older_than: timedelta | float | None = None,
+        retain_versions: int | None = UNSET,  # type: ignore[assignment]
+        older_than: timedelta | float | None = UNSET,  # type: ignore[assignment]
         grace_period: timedelta | float = timedelta(hours=1),
         dry_run: bool = False,
         progress: Callable[[int, int], None] | None = None,
@@ -46,7 +43,8 @@ class MaintenanceMethods:
         Args:
             retain_versions: how many versions stay readable (default: the store's ``retain_versions``;
                 ``None``: all).
-            older_than: also drop retained versions older than this (a ``timedelta`` or seconds).
+            older_than: also drop retained versions replaced longer ago than this (a ``timedelta`` or
+                seconds; default: the store's ``retain_for``; ``None``: no age limit).
             grace_period: files no version lists are kept until they are this old (a ``timedelta`` or seconds).
             dry_run: report what would be deleted, delete nothing.
             progress: called with ``(files deleted, files to delete)`` as it goes.
@@ -56,11 +54,10 @@ class MaintenanceMethods:
             NotFound / CapabilityNotSupported: the dataset has no manifest / the store cannot list or delete.
             ValueError / TypeError: ``retain_versions`` is not a positive int (or ``None``), or a bad key.
         """
-        keep = self.retain_versions if retain_versions is _DEFAULT else retain_versions
         return vacuum(
             self._options,
             self._key(key),
-            retain_versions=keep,
+            retain_versions=retain_versions,
             older_than=older_than,
             grace_period=grace_period,
             progress=progress,

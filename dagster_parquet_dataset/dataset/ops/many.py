@@ -19,9 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from ...errors import DatasetIncomplete, ManifestCorrupted, NotFound, RemoteStoreError
 from ...storage.base import Store
+from ..format.segments import SegmentGone
 from ..io.parallel import parallel_map
 from ..manifest import DatasetManifest
 from .read import committed_manifest
+
+#: Scans of all the keys before giving up when commits keep replacing the versions read.
+_SCAN_ATTEMPTS = 10
 
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
@@ -115,13 +119,19 @@ def scan_many(
     ``committed`` where it holds them), then one scan.
 
     Raises:
-        DatasetNotFound / DatasetIncomplete / ManifestCorrupted: the first key (in order) that cannot be read.
+        DatasetNotFound / DatasetIncomplete / ManifestCorrupted: the first key (in order) that cannot be read
+            (``DatasetIncomplete`` too when commits kept replacing the versions read).
         ValueError / TypeError / CapabilityNotSupported: as ``scan_manifests``.
     """
     from ..io.scan import scan_manifests  # pyarrow.dataset is slow to import: only when scanning
 
     have = committed if committed is not None else CommittedManifests((), {}, {})
-    missing = [k for k in keys if k not in have.keys]
-    fetched = read_committed(store, missing) if missing else CommittedManifests((), {}, {})
-    manifests = [(k, (fetched if k in fetched.keys else have).manifest(k)) for k in keys]
-    return scan_manifests(store, manifests, columns, filters)
+    for _attempt in range(_SCAN_ATTEMPTS):
+        missing = [k for k in keys if k not in have.keys]
+        fetched = read_committed(store, missing) if missing else CommittedManifests((), {}, {})
+        manifests = [(k, (fetched if k in fetched.keys else have).manifest(k)) for k in keys]
+        try:
+            return scan_manifests(store, manifests, columns, filters)
+        except SegmentGone:  # a commit replaced a version read above and its segments went: read them again
+            have = CommittedManifests((), {}, {})
+    raise DatasetIncomplete(f"datasets {list(keys)} kept changing while they were scanned; try again")

@@ -19,9 +19,11 @@ from ...storage.base import Capability, Store, validate_key
 from .._dataset_options import DatasetOptions, check_metadata
 from ..commit.external_entries import check_external_entries
 from ..commit.live import LiveVersion, begin_point
+from ..commit.new_version import new_manifest
 from ..commit.owner import check_expect_owner, check_owner
 from ..commit.retry import Replan, retry_replans
-from ..commit.transaction import Build, PendingWrite, Transaction, is_tombstone, new_manifest, read_current
+from ..commit.tombstone import is_tombstone
+from ..commit.transaction import Build, PendingWrite, Transaction, read_current
 from ..expressions.merge_keys import KeyIndex, MergeResult, check_merge_args, check_merge_types, match_keys
 from ..format.layout import part_name
 from ..format.partition import encode_partition_values
@@ -57,12 +59,12 @@ def merge_dataset(
     key: str,
     key_columns: Sequence[str],
     strategy: str,
+    *,
     partition_by: Sequence[str] | None,
     run_id: str | None,
     metadata: dict[str, str] | None,
     expect_owner: Mapping[str, str | None] | None = None,
     idempotency_key: str | None = None,
-    *,
     live: LiveVersion | None = None,
 ) -> MergeResult:
     """See :meth:`ParquetDatasetStore.merge_dataset` (``live``: the live version already read, see :mod:`..commit.live`;
@@ -89,8 +91,20 @@ def merge_dataset(
             if current is None and token is not None:
                 read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
             if current is not None:
-                args = (source, keys, strategy, partition_by, run_id, metadata)
-                return _merge_into(options, key, current, token, *args, expect_owner=owner, idempotency=idempotency)
+                return _merge_into(
+                    options,
+                    key,
+                    current,
+                    token,
+                    source,
+                    keys=keys,
+                    strategy=strategy,
+                    partition_by=partition_by,
+                    run_id=run_id,
+                    metadata=metadata,
+                    expect_owner=owner,
+                    idempotency=idempotency,
+                )
             if strategy == "update":
                 raise DatasetNotFound(f"dataset {key!r} does not exist; nothing to update")
             try:
@@ -125,12 +139,12 @@ def _merge_into(
     current: DatasetManifest,
     token: str | None,
     source: pa.Table,
+    *,
     keys: list[str],
     strategy: str,
     partition_by: Sequence[str] | None,
     run_id: str | None,
     metadata: dict[str, str] | None,
-    *,
     expect_owner: dict[str, str | None] | None,
     idempotency: tuple[str, str] | None = None,
 ) -> MergeResult:
@@ -152,7 +166,7 @@ def _merge_into(
 
     # Plan: which files may hold source keys, from partition values and key statistics alone.
     rewrite_candidates, move_candidates = split_candidates(
-        current.files, schema, keys, partition, index, source_partitions
+        current.files, schema, keys, partition, index, wanted=source_partitions
     )
 
     # Confirm by reading only key columns.
@@ -162,7 +176,8 @@ def _merge_into(
     for entry, found in zip(
         rewrite_candidates + move_candidates,
         parallel_map(
-            lambda e: _read_file(options.store, key, current, schema, e, keys), rewrite_candidates + move_candidates
+            lambda e: _read_file(options.store, key, current, schema, e, columns=keys),
+            rewrite_candidates + move_candidates,
         ),
         strict=True,
     ):
@@ -196,7 +211,7 @@ def _merge_into(
         jobs: list[PartJob] = []
         for n, entry in enumerate(rewrite):
             target_rows, source_rows = file_matches[entry.path]
-            old = _read_file(options.store, key, current, schema, entry, None)
+            old = _read_file(options.store, key, current, schema, entry, columns=None)
             keep_mask = np.ones(old.num_rows, dtype=bool)
             keep_mask[target_rows] = False
             merged = pa.concat_tables([old.filter(pa.array(keep_mask)), source.take(pa.array(source_rows))])
@@ -213,7 +228,18 @@ def _merge_into(
     touched = {e.path for e in rewrite_candidates + move_candidates}
 
     committed = txn.commit(
-        _merge_builder(options, key, current, touched, rewritten, new_entries, index, schema, txn.pending, Replan),
+        _merge_builder(
+            options,
+            key,
+            current,
+            touched,
+            rewritten,
+            new_entries=new_entries,
+            index=index,
+            schema=schema,
+            pending=txn.pending,
+            replan=Replan,
+        ),
         idempotency=idempotency,
     )
     if txn.recognised:  # an earlier attempt committed this merge: nothing changed now
@@ -228,6 +254,7 @@ def _rebase_safe(
     touched: set[str],
     rewritten: set[str],
     index: KeyIndex,
+    *,
     schema: pa.Schema,
 ) -> bool:
     """Whether a merge planned on ``planned`` may commit on ``latest`` as it is.
@@ -255,6 +282,7 @@ def _read_file(
     manifest: DatasetManifest,
     schema: pa.Schema,
     entry: FileEntry,
+    *,
     columns: Sequence[str] | None,
 ) -> pa.Table:
     single = replace(manifest, parts=[entry.path], files=(entry,), row_count=entry.row_count or 0)
@@ -276,6 +304,7 @@ def _merge_builder(
     planned: DatasetManifest,
     touched: set[str],
     rewritten: set[str],
+    *,
     new_entries: Sequence[FileEntry],
     index: Any,
     schema: pa.Schema,
@@ -287,7 +316,7 @@ def _merge_builder(
 
     def build(latest: DatasetManifest | None) -> DatasetManifest:
         if latest is None or latest.version != planned.version:
-            if latest is None or not _rebase_safe(latest, planned, touched, rewritten, index, schema):
+            if latest is None or not _rebase_safe(latest, planned, touched, rewritten, index, schema=schema):
                 raise replan()
         clash = sorted({e.path for e in new_entries} & set(latest.parts))
         if clash:
@@ -355,11 +384,11 @@ def commit_merge(
         current,
         touched,
         rewritten_set,
-        entries,
-        RangeIndex(plan.ranges),
-        schema,
-        txn.pending,
-        MergeReplanNeeded,
+        new_entries=entries,
+        index=RangeIndex(plan.ranges),
+        schema=schema,
+        pending=txn.pending,
+        replan=MergeReplanNeeded,
     )
     idempotency = None
     if plan.idempotency_key is not None and plan.source_hash is not None:

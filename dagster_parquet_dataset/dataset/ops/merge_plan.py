@@ -18,9 +18,10 @@ import pyarrow as pa
 
 from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions
+from ..commit.new_version import new_txn
 from ..commit.owner import check_expect_owner, check_owner
 from ..commit.retry import Replan
-from ..commit.transaction import PendingWrite, new_txn, read_current
+from ..commit.transaction import PendingWrite, read_current
 from ..expressions.merge_keys import check_key_columns, check_merge_types
 from ..expressions.pruning import ColumnStats, partition_stats
 from ..format.layout import part_name
@@ -52,6 +53,7 @@ def split_candidates(
     keys: Sequence[str],
     partition: Sequence[str],
     index: Any,
+    *,
     wanted: set[tuple[Any, ...]],
 ) -> tuple[list[FileEntry], list[FileEntry]]:
     """The files whose statistics ``index`` says may hold a key: those in the ``wanted`` partitions
@@ -183,6 +185,7 @@ def plan_merge(
     source_schema: pa.Schema,
     key_columns: Sequence[str],
     strategy: str,
+    *,
     key_ranges: Mapping[str, tuple[Any, Any]],
     partitions: Sequence[Sequence[Any]] | None,
     partition_by: Sequence[str] | None,
@@ -229,7 +232,7 @@ def plan_merge(
     index = RangeIndex(ranges)  # type: ignore[arg-type]
     wanted = {tuple(encode_partition_values(partition, list(p), schema).values()) for p in partitions or ()}
     files = current.files if key_ranges else ()  # no changes: nothing can match
-    candidates, elsewhere = split_candidates(files, schema, keys, partition, index, wanted)
+    candidates, elsewhere = split_candidates(files, schema, keys, partition, index, wanted=wanted)
     return MergePlan(
         key=key,
         txn=txn,

@@ -11,8 +11,11 @@ import pyarrow as pa
 
 from ...errors import DatasetIncomplete, DatasetNotFound, ManifestCorrupted, NotFound
 from ...storage.base import Capability, Store, validate_key
-from ..commit.transaction import is_tombstone, read_current, read_raw, repair_success
+from ..commit.conditional import read_raw
+from ..commit.tombstone import is_tombstone
+from ..commit.transaction import read_current, repair_success
 from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
+from ..format.segments import SegmentGone
 from ..io.key_checks import missing_dataset_error
 from ..io.parallel import parallel_map
 from ..io.part_check import PartsVanished
@@ -96,7 +99,14 @@ def dataset_exists(store: Store, key: str) -> bool:
 
 
 def plan_read(store: Store, key: str, *, filters: Any, version: int | None) -> ReadPlan:
-    """See :meth:`ParquetDatasetStore.plan_read`."""
+    """See :meth:`ParquetDatasetStore.plan_read`: planned again on the new manifest when a commit replaced
+    the version read and its segments went (the last attempt's error is raised)."""
+    for _attempt in range(_READ_ATTEMPTS - 1):
+        try:
+            return plan_manifest(key, committed_manifest(store, key, version), filters)
+        except SegmentGone:
+            if version is not None:
+                raise
     return plan_manifest(key, committed_manifest(store, key, version), filters)
 
 
@@ -132,7 +142,7 @@ def read_dataset(
             time.sleep(random.uniform(0, 0.01 * attempt))  # let a burst of commits pass
         try:
             return read_parts(store, key, manifest, columns, filters)
-        except PartsVanished as exc:
+        except (PartsVanished, SegmentGone) as exc:  # a commit replaced the version (and its files went)
             if version is not None:
                 raise DatasetIncomplete(
                     f"version {version} of dataset {key!r} can no longer be read (its files were removed): {exc}"
@@ -171,8 +181,18 @@ def scan(
     """See :meth:`ParquetDatasetStore.scan_dataset` and ``scan_datasets`` (keys already validated)."""
     from ..io.scan import scan_manifests  # pyarrow.dataset is slow to import: only when scanning
 
-    if len(keys) == 1:
-        manifests = [(keys[0], committed_manifest(store, keys[0], version))]
-    else:
-        manifests = list(zip(keys, parallel_map(lambda k: committed_manifest(store, k), keys), strict=True))
-    return scan_manifests(store, manifests, columns, filters)
+    for attempt in range(_READ_ATTEMPTS):
+        if attempt:
+            time.sleep(random.uniform(0, 0.01 * attempt))  # let a burst of commits pass
+        if len(keys) == 1:
+            manifests = [(keys[0], committed_manifest(store, keys[0], version))]
+        else:
+            manifests = list(zip(keys, parallel_map(lambda k: committed_manifest(store, k), keys), strict=True))
+        try:
+            return scan_manifests(store, manifests, columns, filters)
+        except SegmentGone as exc:  # a commit replaced a manifest read above, and its segments went: read again
+            if version is not None:
+                raise DatasetIncomplete(
+                    f"version {version} of dataset {keys[0]!r} can no longer be read (its files were removed): {exc}"
+                ) from None
+    raise DatasetIncomplete(f"datasets {list(keys)} kept changing while they were scanned; try again")

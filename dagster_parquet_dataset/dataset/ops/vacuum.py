@@ -7,10 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 from ...storage.base import Capability, FileInfo, Store
-from .._dataset_options import DatasetOptions, check_positive
+from .._dataset_options import UNSET, DatasetOptions, check_positive, check_retain_for
+from ..commit.retention import created_at
 from ..delta import expire_log
 from ..format.layout import CLAIM_NAME, DELTA_DIRS, MANIFEST_NAME, SUCCESS_NAME, version_path
 from ..io.key_checks import check_key_fits
@@ -44,20 +45,22 @@ def vacuum(
     retain_versions: int | None,
     older_than: timedelta | float | None,
     grace_period: timedelta | float,
-    progress: Callable[[int, int], None] | None,
     *,
+    progress: Callable[[int, int], None] | None,
     dry_run: bool,
 ) -> VacuumResult:
-    """See :meth:`ParquetDatasetStore.vacuum` (``key`` already validated)."""
+    """See :meth:`ParquetDatasetStore.vacuum` (``key`` already validated; :data:`UNSET` limits are the store's)."""
+    retain_versions = options.retain_versions if retain_versions is UNSET else retain_versions
+    older_than = options.retain_for if older_than is UNSET else older_than
     store = options.store
     check_key_fits(store, key)
     options.require(Capability.LIST, Capability.DELETE, action="vacuum datasets")
     check_positive("retain_versions", retain_versions)
-    max_age = older_than.total_seconds() if isinstance(older_than, timedelta) else older_than
+    max_age = check_retain_for(older_than, "older_than")
     grace = grace_period.total_seconds() if isinstance(grace_period, timedelta) else float(grace_period)
     versions = history(store, key)  # the live manifest first, then older complete copies
     files = own_files(store, key)
-    doomed, retained = plan_vacuum(key, versions, files, retain_versions, max_age, grace, time.time())
+    doomed, retained = plan_vacuum(key, versions, files, retain_versions, max_age, grace=grace, now=time.time())
     has_log = any(f.path.startswith(f"{key}/{DELTA_DIRS[0]}/") for f in files)
     if not dry_run:
         for done, path in enumerate(doomed, 1):
@@ -76,6 +79,7 @@ def plan_vacuum(
     files: Sequence[FileInfo],
     keep_count: int | None,
     max_age: float | None,
+    *,
     grace: float,
     now: float,
 ) -> tuple[list[str], list[DatasetManifest]]:
@@ -83,13 +87,16 @@ def plan_vacuum(
 
     ``versions`` is :meth:`ParquetDatasetStore.history`'s answer: the live
     manifest first (always retained), then older complete copies, newest
-    first. Files of dropped versions go at once; files no version ever listed
+    first. A version is older than ``max_age`` when the version after it was
+    committed more than ``max_age`` seconds ago (it was replaced that long ago).
+    Files of dropped versions go at once; files no version ever listed
     only once older than ``grace`` seconds, so a write in progress keeps its parts.
     """
     live = versions[0]
     retained = list(versions) if keep_count is None else list(versions[:keep_count])
     if max_age is not None:
-        retained = [m for m in retained if m is live or _age(m, now) <= max_age]
+        replaced = {id(m): created_at(after) for after, m in zip(versions, versions[1:], strict=False)}
+        retained = [m for m in retained if m is live or now - (replaced[id(m)] or now) <= max_age]
     dropped = [m for m in versions if all(m is not r for r in retained)]
     referenced = {MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME}
     for m in retained:
@@ -106,13 +113,3 @@ def plan_vacuum(
         if rel in once_referenced or (info.modified is not None and now - info.modified > grace):
             doomed.append(info.path)
     return doomed, retained
-
-
-def _age(manifest: DatasetManifest, now: float) -> float:
-    try:
-        created = datetime.fromisoformat(manifest.created_at_utc)
-    except ValueError:
-        return 0.0
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=timezone.utc)
-    return now - created.timestamp()

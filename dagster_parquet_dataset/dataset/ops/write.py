@@ -13,7 +13,8 @@ from ...storage.base import Capability, validate_key
 from .._dataset_options import DatasetOptions, check_metadata, check_run_id
 from ..commit.external_entries import check_external_entries
 from ..commit.live import LiveVersion, begin_point
-from ..commit.transaction import PendingWrite, Transaction, new_manifest, repair_success
+from ..commit.new_version import new_manifest
+from ..commit.transaction import PendingWrite, Transaction, repair_success
 from ..delta import check_delta_schema, delta_ready
 from ..format.layout import SUCCESS_NAME
 from ..format.partition import check_partition_by, encode_partition_values, partition_folder, split_by_partition
@@ -47,10 +48,10 @@ def write_dataset(
     key: str,
     overwrite: bool,
     run_id: str | None,
+    *,
     metadata: dict[str, str] | None,
     partition_by: Sequence[str] | None,
     expect_owner: Mapping[str, str | None] | None = None,
-    *,
     live: LiveVersion | None = None,
 ) -> DatasetManifest:
     """See :meth:`ParquetDatasetStore.write_dataset` (``live``: the live version already read, see :mod:`..commit.live`)."""
@@ -89,6 +90,7 @@ def begin_write(
     overwrite: bool,
     run_id: str | None,
     metadata: dict[str, str] | None,
+    *,
     expect_owner: Mapping[str, str | None] | None = None,
 ) -> PendingWrite:
     """See :meth:`ParquetDatasetStore.begin_write`."""
@@ -180,10 +182,16 @@ def write_parts(
     if not partition_by:
         if options.max_rows_per_file is None:
             name = pending.single_name()
-            return [stream_single(store, f"{key}/{name}", name, data, part_options, txn.created)]
+            return [stream_single(store, f"{key}/{name}", name, data, part_options, attempted=txn.created)]
         if not isinstance(data, pa.Table):  # a stream: one row group in memory at a time
             return stream_parts(
-                store, key, pending.part_name, data, options.max_rows_per_file, part_options, txn.created
+                store,
+                key,
+                pending.part_name,
+                data,
+                options.max_rows_per_file,
+                options=part_options,
+                attempted=txn.created,
             )
         chunks = table_chunks(data, options.max_rows_per_file)
         jobs = (PartJob(f"{key}/{pending.part_name(i)}", pending.part_name(i), c) for i, c in enumerate(chunks))

@@ -1,0 +1,140 @@
+"""Which files a commit deletes: those of replaced versions that are no longer retained.
+
+A replaced version stays *retained* (its manifest copy in ``_versions/`` and every file it lists stay, so
+``as_of`` reads it and a reader or writer that read it a moment ago still finds its files) while both
+limits allow it:
+
+- ``retain_versions``: it is among the newest ``retain_versions`` versions (the live one included);
+  ``None``: no count limit. ``1`` keeps nothing: a commit deletes what it replaces at once.
+- ``retain_for``: it was replaced (the next version committed) less than ``retain_for`` ago;
+  ``None``: no time limit. The default is 7 days, like Delta Lake's ``deletedFileRetentionDuration``.
+
+Both ``None`` keeps every version (until ``vacuum``). Each commit drops the version the count limit
+pushes out, and at most :data:`EXPIRE_PER_COMMIT` versions whose time ran out (oldest first, one
+listing of ``_versions/``), so storage stays bounded without a ``vacuum`` schedule and a commit's
+clean-up work stays bounded; a process that saw when the oldest retained version expires skips the
+listing until then (most commits send no extra request for retention but the manifest copy).
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+from ...errors import ManifestCorrupted, NotFound
+from ...storage.base import Capability, Store
+from .._dataset_options import DatasetOptions
+from ..format.layout import VERSIONS_DIR, version_of, version_path
+from ..manifest import DatasetManifest
+from .nested import deletable
+from .referenced import dropped_files, not_referenced
+
+#: The default ``retain_for``: how long a replaced version stays readable.
+DEFAULT_RETAIN_FOR = timedelta(days=7)
+#: Expired versions one commit deletes at most (oldest first); the rest go with the next commits.
+EXPIRE_PER_COMMIT = 2
+
+
+#: Per (store object, dataset key): a time before which no retained version expires, as this process last saw
+#: it (versions only age, and copies added later are replaced later), so commits skip the listing until then.
+#: Skipping is always safe: it only delays a deletion.
+_not_before: dict[tuple[int, str], float] = {}
+_NOT_BEFORE_SIZE = 4096
+
+
+def _remember_not_before(slot: tuple[int, str], when: float) -> None:
+    if len(_not_before) >= _NOT_BEFORE_SIZE:
+        _not_before.clear()
+    _not_before[slot] = when
+
+
+def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest | None:
+    """A retained past version's manifest copy, or ``None`` if it is gone or unreadable."""
+    try:
+        return DatasetManifest.from_json(store.read_bytes(f"{key}/{version_path(version)}"), store, key)
+    except (NotFound, ManifestCorrupted):
+        return None
+
+
+def version_copies(store: Store, key: str) -> list[int]:
+    """The version numbers of ``key``'s manifest copies in ``_versions/`` (none if the store cannot list)."""
+    if not store.supports(Capability.LIST):
+        return []
+    numbers = (version_of(f.path[len(key) + 1 :]) for f in store.list_files(f"{key}/{VERSIONS_DIR}"))
+    return sorted(n for n in numbers if n is not None)
+
+
+def created_at(manifest: DatasetManifest) -> float | None:
+    """When ``manifest`` was committed (seconds since the epoch), ``None`` if it does not say."""
+    try:
+        made = datetime.fromisoformat(manifest.created_at_utc)
+    except (TypeError, ValueError):
+        return None
+    return (made if made.tzinfo is not None else made.replace(tzinfo=timezone.utc)).timestamp()
+
+
+def obsolete_files(
+    options: DatasetOptions, key: str, new: DatasetManifest, current: DatasetManifest | None
+) -> tuple[str, ...]:
+    """Files no retained version needs once ``new`` replaces ``current`` (the commit deletes them).
+
+    What ``current`` inherited as obsolete is filtered: a reserved name or a
+    path outside the dataset is never deletable, whatever storage says.
+    """
+    if current is None:
+        return ()
+    store = options.store
+    inherited = [p for p in current.obsolete if deletable(p)]
+    retain, retain_for = options.retain_versions, options.retain_for
+    if retain == 1:  # no set of every part: one pass over them (an append that only adds files needs none)
+        doomed = list(dict.fromkeys([*inherited, *dropped_files(current, new)]))
+        return tuple(p for p in not_referenced(doomed, new) if deletable(p))
+    keep = set(new.referenced())
+    keep.update(current.referenced())  # current is retained: its copy is written with this commit
+    doomed = list(inherited)
+    if retain is not None:
+        # Versions current.version - retain + 2 .. current.version stay; one drops out.
+        dropped_version = current.version + 1 - retain
+        for v in range(max(dropped_version + 1, 1), current.version):
+            old = read_version_copy(store, key, v)
+            if old is not None:
+                keep.update(old.referenced())
+        if dropped_version >= 1:
+            dropped = read_version_copy(store, key, dropped_version)
+            if dropped is not None:
+                doomed += [p for p in dropped.referenced() if deletable(p)]
+            doomed.append(version_path(dropped_version))  # the one reserved name a commit itself drops
+    if retain_for is not None:
+        doomed += _expired(store, key, current, retain_for, keep)
+    return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
+
+
+def _expired(store: Store, key: str, current: DatasetManifest, retain_for: float, keep: set[str]) -> list[str]:
+    """Files of the oldest (at most :data:`EXPIRE_PER_COMMIT`) retained versions replaced more than
+    ``retain_for`` seconds ago: each one's manifest copy and the files it lists that the version after it
+    does not (those went out of use when it was replaced; the others are still used after it)."""
+    now = time.time()
+    slot = (id(store), key)
+    if _not_before.get(slot, 0.0) > now:
+        return []  # this process saw the oldest retained version: none expires before then (no request)
+    copies = [v for v in version_copies(store, key) if v < current.version]
+    if not copies:
+        _remember_not_before(slot, now + retain_for)  # the oldest version kept is replaced now or later
+    doomed: list[str] = []
+    loaded: dict[int, DatasetManifest | None] = {current.version: current}
+    for i, number in enumerate(copies[:EXPIRE_PER_COMMIT]):
+        following = copies[i + 1] if i + 1 < len(copies) else current.version
+        if following not in loaded:
+            loaded[following] = read_version_copy(store, key, following)
+        successor = loaded[following]
+        replaced = None if successor is None else created_at(successor)
+        if successor is None or replaced is None or now - replaced <= retain_for:
+            if replaced is not None:
+                _remember_not_before(slot, replaced + retain_for)
+            break  # not expired (or cannot tell): it and every newer version stay
+        old = loaded.get(number) or read_version_copy(store, key, number)
+        doomed.append(version_path(number))
+        if old is not None:
+            still = set(successor.referenced()) | keep
+            doomed += [p for p in old.referenced() if p not in still and deletable(p)]
+    return doomed

@@ -1,29 +1,34 @@
-"""Merging a Spark DataFrame into a dataset by key columns, on the executors.
+"""Merging a Spark DataFrame into a dataset by key columns, on the executors, in two Spark jobs.
 
-The driver only ever receives aggregates: the changes' row count, null-key
-counts and key ranges (one row), a duplicate-key example (one row, only on
-error), the changes' distinct partition values, one ``(file, matches)`` row per
-candidate file, and one descriptor per written part.
+The driver only ever receives aggregates: per task of the first job one row
+(row count, null-key counts, key ranges, row-hash sums, distinct partition
+values), and from the second one record per written part, per-file match counts
+and, only on error, one duplicate or moved key.
 
-1. Spark checks the changes (null and duplicate keys are refused as
+1. One Spark job checks the changes (null keys are refused as
    :meth:`ParquetDatasetStore.merge_dataset` refuses them, before anything is
-   written) and aggregates their key ranges and partition values.
+   written) and aggregates their key ranges, partition values and, for an
+   idempotent merge, the hash of their rows (per-task aggregates: no shuffle).
 2. :meth:`ParquetDatasetStore.plan_merge` picks candidate files from the
-   manifest alone.
-3. The executors read the candidate files' key columns (through the store,
-   as the executor-side read does) and join them with the changes: exactly
-   the files holding matched keys are rewritten.
-4. Tasks write each rewritten file's replacement (its unmatched rows plus the
-   matched changes, in the file's own folder) and the inserted rows (into their
-   partition folders); :meth:`ParquetDatasetStore.commit_merge` commits once. If
-   a concurrent commit touched what the plan relied on, the parts are deleted
-   and the merge plans again.
+   manifest alone, on the driver.
+3. One Spark job (:func:`~._merge_job.run_merge_job`) matches the changes with
+   the candidate files' keys, refuses duplicate keys and keys whose partition
+   would change (deleting what it wrote), and writes each matched file's
+   replacement (its unmatched rows plus the matched changes, in the file's own
+   folder) and the inserted rows (into their partition folders). Exactly the
+   files holding matched keys are rewritten.
+   :meth:`ParquetDatasetStore.commit_merge` commits once. If a concurrent commit
+   touched what the plan relied on, the parts are deleted and the merge plans again.
+
+A merge that creates the dataset checks for duplicate keys in a job of its own,
+then writes as :func:`~._spark_write.write_spark_dataset` does.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import pickle
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -31,57 +36,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from ..dataset import FileEntry, MergePlan, MergeReplanNeeded, MergeResult, ParquetDatasetStore
+from ..dataset import MergePlan, MergeReplanNeeded, MergeResult, ParquetDatasetStore
 from ..dataset.engine import check_key_columns, merge_content, retry_replans
 from ..errors import AlreadyExists, DatasetNotFound, NotFound
 from ._jobs import collect_rows
-from ._parts import Destination, delete_parts, entries_of, write_into, write_spark_parts
+from ._merge_job import run_merge_job
 from ._spark_append import check_spark_args
-from ._spark_read import _Source, _TaskReader
-from ._spark_schema import arrow_schema_to_spark, spark_schema_to_arrow
+from ._spark_schema import spark_schema_to_arrow
 from ._spark_write import write_spark_dataset
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
-_FILE = "__pds_file"
-_SRC = "__pds_src_"
+_H64 = "__pds_hash64"
+_H32 = "__pds_hash32"
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
-
-
-@dataclass(frozen=True)
-class _IndexedReader:
-    """Reads parts on the executors (the executor-side read), tagging each row with its part's index."""
-
-    reader: _TaskReader
-
-    def __call__(self, batches: Any) -> Any:
-        for batch in batches:
-            for index in batch.column(0).to_pylist():
-                for out in self.reader._read(self.reader.parts[index]):
-                    tag = pa.array(np.full(out.num_rows, index, dtype=np.int64))
-                    yield pa.RecordBatch.from_arrays([*out.columns, tag], names=[*out.schema.names, _FILE])
-
-
-def _read_files(
-    df: DataFrame, datasets: ParquetDatasetStore, plan: MergePlan, entries: Sequence[FileEntry], columns: Sequence[str]
-) -> DataFrame:
-    """A DataFrame of ``columns`` of ``entries`` plus ``__pds_file`` (the entry's index), read by the executors."""
-    from pyspark.sql.types import LongType, StructField, StructType
-
-    assert plan.schema is not None and plan.manifest is not None
-    selected = pa.schema([plan.schema.field(c) for c in columns])
-    spark_schema = arrow_schema_to_spark(selected)
-    source = _Source(plan.key, plan.manifest, plan.schema, tuple(entries), None)
-    reader = _TaskReader(
-        store=datasets.store,
-        schema=plan.schema,
-        parts=tuple(source.parts()),
-        target=spark_schema_to_arrow(spark_schema),
-    )
-    out_schema = StructType([*spark_schema.fields, StructField(_FILE, LongType(), False)])
-    spark = df.sparkSession
-    return spark.range(0, len(entries), 1, len(entries)).mapInArrow(_IndexedReader(reader), out_schema)
 
 
 def _col(name: str) -> Column:
@@ -134,44 +103,104 @@ def _source_hash(df: DataFrame, row: Any) -> str:
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@dataclass(frozen=True)
+class _Summary:
+    """Each task's aggregates of the changes (one pickled row): row count, per key its nulls and range,
+    the row-hash sums, and the distinct partition values."""
+
+    keys: tuple[str, ...]
+    partition: tuple[str, ...]
+    hashed: bool
+
+    def __call__(self, batches: Any) -> Any:
+        import pyarrow.compute as pc
+
+        n, h64, h32 = 0, 0, 0
+        nulls = [0] * len(self.keys)
+        ranges: list[tuple[Any, Any] | None] = [None] * len(self.keys)
+        values: set[tuple[Any, ...]] = set()
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            n += batch.num_rows
+            for i, k in enumerate(self.keys):
+                column = batch.column(k)
+                nulls[i] += column.null_count
+                lo_hi = pc.min_max(column)
+                lo, hi = lo_hi["min"].as_py(), lo_hi["max"].as_py()
+                if lo is not None:
+                    old = ranges[i]
+                    ranges[i] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+            if self.hashed:
+                a = batch.column(_H64).to_numpy(zero_copy_only=False).astype(np.int64)
+                h64 += int(np.sum(a >> 32)) * (1 << 32) + int(np.sum(a & 0xFFFFFFFF))
+                h32 += int(np.sum(batch.column(_H32).to_numpy(zero_copy_only=False).astype(np.int64)))
+            if self.partition:
+                table = pa.Table.from_batches([batch]).select(list(self.partition))
+                distinct = table.group_by(list(self.partition)).aggregate([])
+                values.update(tuple(r[c] for c in self.partition) for r in distinct.to_pylist())
+        summary = {"n": n, "h64": h64, "h32": h32, "nulls": nulls, "ranges": ranges, "values": values}
+        yield pa.record_batch([pa.array([pickle.dumps(summary)], pa.binary())], names=["s"])
+
+
 def _check_changes(
-    df: DataFrame, keys: list[str], *, hashed: bool = False
-) -> tuple[int, dict[str, tuple[Any, Any]], str | None]:
-    """Row count and key ranges of the changes, and with ``hashed`` a hash of their rows; refuse null and
-    duplicate keys (Spark aggregates only).
+    df: DataFrame, keys: list[str], partition: Sequence[str], *, hashed: bool = False
+) -> tuple[int, dict[str, tuple[Any, Any]], list[tuple[Any, ...]], str | None]:
+    """Row count, key ranges and distinct ``partition`` values of the changes, and with ``hashed`` a hash of
+    their rows, in one Spark job (per-task aggregates, no shuffle); refuse null keys. Duplicate keys are
+    found by the merge job (:func:`~._merge_job.run_merge_job`), or by :func:`_check_duplicates` when the
+    merge creates the dataset.
 
     Raises:
-        ValueError: a key column holds nulls, or a key appears more than once (the message shows one).
+        ValueError: a key column holds nulls.
     """
     from pyspark.sql import functions as F
 
-    aggs = [F.count(F.lit(1)).alias("n"), *(_source_hash_aggs(df) if hashed else [])]
+    cols = [_hashable(df, n) for n in df.columns]
+    extra = [F.xxhash64(*cols).alias(_H64), F.hash(*cols).alias(_H32)] if hashed else []
+    used = list(dict.fromkeys([*keys, *partition]))
+    frame = df.select(*[_col(c) for c in used], *extra)
+    rows = collect_rows(frame.mapInArrow(_Summary(tuple(keys), tuple(partition), hashed), "s binary"))
+    total, h64, h32 = 0, 0, 0
+    nulls = [0] * len(keys)
+    found: list[tuple[Any, Any] | None] = [None] * len(keys)
+    values: set[tuple[Any, ...]] = set()
+    for row in rows:
+        part = pickle.loads(row["s"])
+        total, h64, h32 = total + part["n"], h64 + part["h64"], h32 + part["h32"]
+        values |= part["values"]
+        for i in range(len(keys)):
+            nulls[i] += part["nulls"][i]
+            r, old = part["ranges"][i], found[i]
+            if r is not None:
+                found[i] = r if old is None else (min(old[0], r[0]), max(old[1], r[1]))
     for i, k in enumerate(keys):
-        aggs += [
-            F.sum(F.when(_col(k).isNull(), 1).otherwise(0)).alias(f"null{i}"),
-            F.min(_driver_value(df, k)).alias(f"min{i}"),
-            F.max(_driver_value(df, k)).alias(f"max{i}"),
-        ]
-    row = df.agg(*aggs).collect()[0]
-    for i, k in enumerate(keys):
-        nulls = int(row[f"null{i}"] or 0)
-        if nulls:
-            raise ValueError(f"key column {k!r} has {nulls} null values in the source; keys must not be null")
-    total = int(row["n"])
-    if total:
-        dups = df.groupBy(*[_col(k) for k in keys]).count().where(F.col("count") > 1)
-        found = dups.agg(  # one job, one row: how many duplicate keys, and one of them
-            F.count(F.lit(1)).alias("n"), F.min(F.struct(*[_driver_value(df, k).alias(k) for k in keys], "count"))
-        ).collect()[0]
-        if found["n"]:
-            first = found[1]
-            example = {k: _from_driver(df, k, first[k]) for k in keys}
-            raise ValueError(
-                f"the source has {found['n']} duplicate keys (e.g. {example} appears "
-                f"{first['count']} times); each key may appear once"
-            )
-    ranges = {k: (_from_driver(df, k, row[f"min{i}"]), _from_driver(df, k, row[f"max{i}"])) for i, k in enumerate(keys)}
-    return total, ranges if total else {}, _source_hash(df, row) if hashed else None
+        if nulls[i]:
+            raise ValueError(f"key column {k!r} has {nulls[i]} null values in the source; keys must not be null")
+    ranges = {k: r for k, r in zip(keys, found, strict=True) if r is not None}
+    summary = {"n": total, "hash64": h64 if total else None, "hash32": h32 if total else None}
+    return total, ranges if total else {}, sorted(values, key=repr), _source_hash(df, summary) if hashed else None
+
+
+def _check_duplicates(df: DataFrame, keys: list[str]) -> None:
+    """Refuse duplicate keys in the changes (a merge that creates the dataset; otherwise the merge job checks).
+
+    Raises:
+        ValueError: a key appears more than once (the message shows one).
+    """
+    from pyspark.sql import functions as F
+
+    dups = df.groupBy(*[_col(k) for k in keys]).count().where(F.col("count") > 1)
+    found = dups.agg(  # one row: how many duplicate keys, and one of them
+        F.count(F.lit(1)).alias("n"), F.min(F.struct(*[_driver_value(df, k).alias(k) for k in keys], "count"))
+    ).collect()[0]
+    if found["n"]:
+        first = found[1]
+        example = {k: _from_driver(df, k, first[k]) for k in keys}
+        raise ValueError(
+            f"the source has {found['n']} duplicate keys (e.g. {example} appears "
+            f"{first['count']} times); each key may appear once"
+        )
 
 
 def _partitioning(datasets: ParquetDatasetStore, key: str, partition_by: Sequence[str] | None) -> tuple[str, ...]:
@@ -179,13 +208,6 @@ def _partitioning(datasets: ParquetDatasetStore, key: str, partition_by: Sequenc
         return tuple(datasets.read_manifest(key).partition_by)
     except NotFound:
         return tuple(partition_by or ())
-
-
-def _distinct_partitions(df: DataFrame, partition: Sequence[str]) -> list[tuple[Any, ...]]:
-    if not partition:
-        return []
-    rows = df.select(*[_driver_value(df, c).alias(c) for c in partition]).distinct().collect()
-    return [tuple(_from_driver(df, c, r[c]) for c in partition) for r in rows]
 
 
 def merge_spark_dataset(
@@ -209,8 +231,9 @@ def merge_spark_dataset(
     replaces, ``insert`` only adds rows whose key is new. Exactly the files
     holding matched keys are rewritten (in their own folders); every other file
     stays referenced as it is. Only aggregates and per-file descriptors reach
-    the driver. The DataFrame is evaluated several times (checks, planning,
-    join, write): persist it first if it is expensive or not deterministic.
+    the driver. Into an existing dataset it runs two Spark jobs, so the DataFrame
+    is evaluated twice (the check, then the merge job): persist it first if it is
+    expensive or not deterministic.
 
     Args:
         df: the changes; its columns must be the dataset's (any order, castable types).
@@ -236,7 +259,8 @@ def merge_spark_dataset(
     Raises:
         ValueError: null or duplicate keys in the changes, unknown strategy, a key
             column missing, a schema the dataset's cannot take, or a key whose
-            partition values would change; nothing is written.
+            partition values would change; nothing is committed (what the merge job wrote
+            before it found a duplicate or moved key is deleted).
         DatasetNotFound: ``strategy="update"`` on a dataset that does not exist.
         TypeError: bad arguments (``df`` not a DataFrame, ``key_columns`` not a list).
         CapabilityNotSupported: a ``MemoryStore``.
@@ -247,21 +271,25 @@ def merge_spark_dataset(
     check_spark_args(df, datasets, "merge_spark_dataset")
     keys = check_key_columns(key_columns, strategy, df.columns)
     schema = spark_schema_to_arrow(df.schema)
-    total, ranges, source_hash = _check_changes(df, keys, hashed=idempotency_key is not None)
+    checked = _partitioning(datasets, key, partition_by)
+    total, ranges, values, source_hash = _check_changes(df, keys, checked, hashed=idempotency_key is not None)
     idempotency = (idempotency_key, source_hash) if idempotency_key is not None and source_hash is not None else None
 
     def attempt() -> MergeResult:
+        nonlocal checked, values
         partition = _partitioning(datasets, key, partition_by)
         for col in partition:
             if col not in df.columns:
                 raise ValueError(f"partition column {col!r} of dataset {key!r} is not in the source")
+        if partition != checked:  # repartitioned since the check: its partition values again (one more job)
+            checked, values = partition, _check_changes(df, keys, partition)[2]
         plan = datasets.plan_merge(
             key,
             source_schema=schema,
             key_columns=keys,
             strategy=strategy,
             key_ranges=ranges,
-            partitions=_distinct_partitions(df, partition),
+            partitions=values,
             partition_by=partition_by,
             run_id=run_id,
             metadata=metadata,
@@ -270,6 +298,7 @@ def merge_spark_dataset(
         if not plan.exists:
             if strategy == "update":
                 raise DatasetNotFound(f"dataset {plan.key!r} does not exist; nothing to update")
+            _check_duplicates(df, keys)
             try:
                 manifest = write_spark_dataset(
                     df,
@@ -318,82 +347,16 @@ def _merge_once(
     repartition: bool,
     idempotency: tuple[str, str] | None = None,
 ) -> MergeResult:
-    from pyspark.sql import functions as F
-
     assert plan.schema is not None
-    schema, partition, keys = plan.schema, plan.partition_by, list(plan.key_columns)
-    changes = df.select(*[_col(n) for n in schema.names])
+    changes = df.select(*[_col(n) for n in plan.schema.names])
+    outcome = run_merge_job(changes, datasets, plan, repartition=repartition)
     candidates = [*plan.candidates, *plan.elsewhere]
-    matched: DataFrame | None = None
-    per_file: dict[int, int] = {}
-    if candidates:
-        target = _read_files(df, datasets, plan, candidates, [*keys, *partition])
-        src = changes.select(*[_col(k) for k in keys], *[_col(c).alias(_SRC + c) for c in partition])
-        matched = target.join(src, keys, "inner")
-        moved = F.lit(False)
-        for c in partition:
-            moved = moved | ~(_col(c).eqNullSafe(_col(_SRC + c)))
-        counts = matched.groupBy(_FILE).agg(
-            F.count(F.lit(1)).alias("n"), F.sum(F.when(moved, 1).otherwise(0)).alias("moved")
-        )
-        rows = collect_rows(counts)  # one row per candidate file that holds matched keys (reads them on the workers)
-        if any(int(r["moved"] or 0) for r in rows):
-            bad = matched.where(moved).select(*[_driver_value(matched, k).alias(k) for k in keys], _FILE).limit(1)
-            first = bad.collect()[0]
-            example = {k: _from_driver(matched, k, first[k]) for k in keys}
-            entry = candidates[int(first[_FILE])]
-            values = tuple((entry.partition_values or {}).get(c) for c in partition)
-            raise ValueError(
-                f"dataset {plan.key!r}: key {example} exists in partition {values} but the source puts it in "
-                "another; partition columns cannot change for existing keys"
-            )
-        per_file = {int(r[_FILE]): int(r["n"]) for r in rows}
-
-    n_rewrite = len(plan.candidates)
-    rewrite = sorted(i for i in per_file if i < n_rewrite) if plan.strategy != "insert" else []
-    written: list[FileEntry] = []
-    try:
-        if rewrite:
-            files = [candidates[i] for i in rewrite]
-            old = _read_files(df, datasets, plan, files, [n for n in schema.names if n not in partition])
-            kept = old.join(changes.select(*[_col(k) for k in keys]), keys, "left_anti")
-            where = old.select(*[_col(k) for k in keys], _col(_FILE))
-            new = changes.join(where, keys, "inner").drop(*partition)
-            replacement = kept.unionByName(new)
-            file_schema = pa.schema([f for f in schema if f.name not in partition], metadata=schema.metadata)
-            dests = [
-                Destination(plan.key, f.path.rpartition("/")[0], dict(f.partition_values) if partition else None)
-                for f in files
-            ]
-            parts = write_spark_parts(
-                replacement,
-                datasets,
-                dests,
-                schema=file_schema,
-                group_column=_FILE,
-                repartition=True,  # one replacement part per rewritten file
-                txn=plan.txn,
-                suffix="-m",
-            )
-            written += entries_of(parts)
-        inserted = 0
-        if plan.strategy != "update":
-            inserts = changes
-            if matched is not None and per_file:
-                inserts = changes.join(matched.select(*[_col(k) for k in keys]), keys, "left_anti")
-            new_entries = write_into(inserts, datasets, Destination(plan.key), plan.txn, schema, partition, repartition)
-            inserted = sum(e.row_count or 0 for e in new_entries)
-            written += new_entries
-    except BaseException:
-        delete_parts(datasets, plan.key, written)
-        raise
-    updated = sum(per_file[i] for i in rewrite)
     if idempotency is not None:
         plan = replace(plan, idempotency_key=idempotency[0], source_hash=idempotency[1])
     return datasets.commit_merge(
         plan,
-        rewritten=[candidates[i].path for i in rewrite],
-        new_entries=written,
-        inserted=inserted,
-        updated=updated,
+        rewritten=[candidates[i].path for i in outcome.rewritten],
+        new_entries=outcome.written,
+        inserted=outcome.inserted,
+        updated=sum(outcome.per_file.get(i, 0) for i in outcome.rewritten),
     )

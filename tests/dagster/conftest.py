@@ -22,13 +22,16 @@ def root(tmp_path: Path) -> str:
 
 @pytest.fixture
 def io_manager(root: str) -> RemoteStoreIOManager:
-    return RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    """Keeps only the live version (``retain_versions=1``): these tests assert a replaced version's files go
+    at once; the default retention (replaced versions kept 7 days) has its own tests (tests/test_retention.py)."""
+    return RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
 
 
 @pytest.fixture
 def datasets(root: str) -> ParquetDatasetStore:
-    """An independent reader on the same folder (not the IO manager's own objects)."""
-    return ParquetDatasetStore(LocalStore(root))
+    """An independent reader on the same folder (not the IO manager's own objects), keeping only the live
+    version like :func:`io_manager`."""
+    return ParquetDatasetStore(LocalStore(root), retain_versions=1)
 
 
 def read(datasets: ParquetDatasetStore, key: str) -> pa.Table:

@@ -211,12 +211,13 @@ def test_failure_part_way_leaves_each_partition_old_or_new(
     root: str, datasets: ParquetDatasetStore, instance: dg.DagsterInstance, where: str
 ) -> None:
     old = _asset(lambda keys: _days(keys, per_day=2))
-    _run([old], RemoteStoreIOManager(store=LocalStoreResource(root=root)), instance, tags=RANGE_TAGS)
+    # Only the live version is kept: the test asserts a replaced version's files are gone.
+    _run([old], RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1), instance, tags=RANGE_TAGS)
     old_values = {d: _values(datasets, f"sales/{d}") for d in RANGE}
 
     new = _asset(lambda keys: _days(keys, per_day=5))
     failing = RemoteStoreIOManager(
-        store=FailingLocalStoreResource(root=root, failing_key="sales/2024-01-03", where=where)
+        store=FailingLocalStoreResource(root=root, failing_key="sales/2024-01-03", where=where), retain_versions=1
     )
     result = _run([new], failing, instance, tags=RANGE_TAGS, raise_on_error=False)
     assert not result.success

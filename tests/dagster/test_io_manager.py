@@ -395,7 +395,7 @@ def test_s3_store_resource_against_moto(
         aws_access_key_id=dg.EnvVar("PDS_TEST_S3_KEY"),
         aws_secret_access_key=dg.EnvVar("PDS_TEST_S3_KEY"),
     )
-    io_manager = RemoteStoreIOManager(store=resource, prefix="prod")
+    io_manager = RemoteStoreIOManager(store=resource, prefix="prod", retain_versions=1)  # replaced files go at once
 
     @dg.asset(ins={"numbers": dg.AssetIn(key=["warehouse", "numbers"])})
     def doubled(numbers: pd.DataFrame) -> pd.DataFrame:

@@ -74,7 +74,8 @@ def visible_files(store: LocalStore | S3Store, key: str) -> set[str]:
 
 @pytest.fixture
 def local(tmp_path: Any) -> ParquetDatasetStore:
-    return ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "store")))
+    """Keeps only the live version: the tests assert a replaced version's files go at once."""
+    return ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "store")), retain_versions=1)
 
 
 # ----------------------------------------------------------------------------- write

@@ -25,7 +25,7 @@ def mp_totals(context: dg.AssetExecutionContext, mp_events: pd.DataFrame) -> pa.
     return pa.table({"color": [context.partition_key], "total": [int(mp_events["n"].sum()) * 10]})
 
 
-local_io = RemoteStoreIOManager(store=LocalStoreResource(root=dg.EnvVar("PDS_MP_ROOT")))
+local_io = RemoteStoreIOManager(store=LocalStoreResource(root=dg.EnvVar("PDS_MP_ROOT")), retain_versions=1)
 
 asset_job = dg.define_asset_job("mp_asset_job", selection=[mp_events, mp_totals])  # partitioned like its assets
 
@@ -46,7 +46,7 @@ def mp_op_job() -> None:
 
 
 @dg.job(
-    resource_defs={"io_manager": RemoteStoreIOManager(store=InMemoryStoreResource(namespace="mp"))},
+    resource_defs={"io_manager": RemoteStoreIOManager(store=InMemoryStoreResource(namespace="mp"), retain_versions=1)},
     executor_def=dg.multiprocess_executor,
 )
 def mp_memory_job() -> None:

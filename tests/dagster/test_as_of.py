@@ -25,12 +25,12 @@ def backend(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[RemoteStoreI
     if request.param == "local":
         root = str(tmp_path / "store")
         return RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=None), ParquetDatasetStore(
-            LocalStore(root)
+            LocalStore(root), retain_versions=1
         )
     endpoint = request.getfixturevalue("moto_endpoint")
     bucket = make_bucket(endpoint)
     resource = S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint)
-    reader = ParquetDatasetStore(S3Store(bucket, prefix="lake", endpoint_url=endpoint))
+    reader = ParquetDatasetStore(S3Store(bucket, prefix="lake", endpoint_url=endpoint), retain_versions=1)
     return RemoteStoreIOManager(store=resource, retain_versions=None), reader
 
 
@@ -150,7 +150,7 @@ def test_as_of_over_partitions_per_partition_or_refused(tmp_path: Any, instance:
     """Each partition is its own dataset with its own versions: a dict input reads each as of the instant;
     several partitions as one value are refused."""
     io = RemoteStoreIOManager(store=LocalStoreResource(root=str(tmp_path / "store")), retain_versions=None)
-    reader = ParquetDatasetStore(LocalStore(str(tmp_path / "store")))
+    reader = ParquetDatasetStore(LocalStore(str(tmp_path / "store")), retain_versions=1)
     for price in (1.0, 2.0):
         for letter in ("a", "b"):
             assert dg.materialize(
@@ -198,7 +198,7 @@ def test_requests_an_as_of_input_adds(tmp_path: Any, instance: dg.DagsterInstanc
     ``version``."""
     root = str(tmp_path / "store")
     io = RemoteStoreIOManager(store=CountingLocalStoreResource(root=root), retain_versions=None)
-    times = _materialize_three(io, ParquetDatasetStore(LocalStore(root)), instance)
+    times = _materialize_three(io, ParquetDatasetStore(LocalStore(root), retain_versions=1), instance)
     counts = _COUNTS[root]
 
     def calls(metadata: dict[str, Any]) -> Counter[str]:

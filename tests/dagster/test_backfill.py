@@ -241,7 +241,7 @@ def test_failure_part_way_leaves_each_partition_old_or_new(
     assert states["2024-01-03"] == "old"
 
     # Re-running without the fault completes the backfill.
-    _run([new], RemoteStoreIOManager(store=LocalStoreResource(root=root)), instance, tags=RANGE_TAGS)
+    _run([new], RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1), instance, tags=RANGE_TAGS)
     assert all(_values(datasets, f"sales/{d}") == sorted(f"{d}#{i}" for i in range(5)) for d in RANGE)
 
 
@@ -532,7 +532,7 @@ def test_hand_built_range_context(io_manager: RemoteStoreIOManager, datasets: Pa
 
 def test_backfill_incomplete_lists_committed_and_failed_keys(root: str, datasets: ParquetDatasetStore) -> None:
     store = FailingLocalStoreResource(root=root, failing_key="sales/2024-01-04", where="part")
-    io_manager = RemoteStoreIOManager(store=store)
+    io_manager = RemoteStoreIOManager(store=store, retain_versions=1)
     with pytest.raises(BackfillIncomplete) as info:
         io_manager.handle_output(_range_context(RANGE[0], RANGE[-1]), _days(RANGE))
     assert info.value.failed == ["2024-01-04"]
@@ -545,7 +545,9 @@ def test_backfill_incomplete_lists_committed_and_failed_keys(root: str, datasets
 def test_a_failure_when_nothing_committed_is_raised_as_is(root: str, datasets: ParquetDatasetStore) -> None:
     store = FailingLocalStoreResource(root=root, failing_key="sales/2024-01-02", where="part")
     with pytest.raises(ConnectionError, match="injected"):
-        RemoteStoreIOManager(store=store).handle_output(_range_context(RANGE[0], RANGE[0]), _days(RANGE[:1]))
+        RemoteStoreIOManager(store=store, retain_versions=1).handle_output(
+            _range_context(RANGE[0], RANGE[0]), _days(RANGE[:1])
+        )
     assert not datasets.dataset_exists("sales/2024-01-02")
 
 

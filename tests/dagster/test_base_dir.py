@@ -22,24 +22,27 @@ def orders() -> pa.Table:
 def test_base_dir_a_local_folder(tmp_path: Path, instance: dg.DagsterInstance) -> None:
     folder = os.path.join(tmp_path, "lake")
     result = dg.materialize(
-        [orders], resources={"io_manager": RemoteStoreIOManager(base_dir=folder)}, instance=instance
+        [orders], resources={"io_manager": RemoteStoreIOManager(base_dir=folder, retain_versions=1)}, instance=instance
     )
     assert result.success
-    assert ParquetDatasetStore(LocalStore(folder)).read_dataset("orders").to_pylist() == [{"id": 1}, {"id": 2}]
+    assert ParquetDatasetStore(LocalStore(folder), retain_versions=1).read_dataset("orders").to_pylist() == [
+        {"id": 1},
+        {"id": 2},
+    ]
 
 
 def test_base_dir_an_s3_url(moto_endpoint: str, monkeypatch: pytest.MonkeyPatch, instance: dg.DagsterInstance) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", moto_endpoint)
     bucket = make_bucket(moto_endpoint)
-    io_manager = RemoteStoreIOManager(base_dir=f"s3://{bucket}/lake/prod")
+    io_manager = RemoteStoreIOManager(base_dir=f"s3://{bucket}/lake/prod", retain_versions=1)
     assert dg.materialize([orders], resources={"io_manager": io_manager}, instance=instance).success
-    reader = ParquetDatasetStore(S3Store(bucket, prefix="lake/prod", endpoint_url=moto_endpoint))
+    reader = ParquetDatasetStore(S3Store(bucket, prefix="lake/prod", endpoint_url=moto_endpoint), retain_versions=1)
     assert reader.read_dataset("orders").num_rows == 2
 
 
 def test_base_dir_and_store_together_are_refused(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="not both") as caught:
-        RemoteStoreIOManager(base_dir=str(tmp_path), store=LocalStoreResource(root=str(tmp_path)))
+        RemoteStoreIOManager(base_dir=str(tmp_path), store=LocalStoreResource(root=str(tmp_path)), retain_versions=1)
     assert "base_dir" in str(caught.value) and "store" in str(caught.value)
     assert list(tmp_path.iterdir()) == []
 
@@ -52,7 +55,7 @@ def test_neither_says_what_to_give() -> None:
 @pytest.mark.parametrize("value", ["/srv/lake", 42])
 def test_a_wrong_type_store_says_what_to_pass(value: object) -> None:
     with pytest.raises(Exception) as caught:
-        RemoteStoreIOManager(store=value)  # type: ignore[arg-type]
+        RemoteStoreIOManager(store=value, retain_versions=1)  # type: ignore[arg-type]
     message = str(caught.value)
     assert "LocalStoreResource(root=...)" in message and "S3StoreResource(bucket=..., prefix=...)" in message
     assert "Input should be a valid dictionary or instance of StoreResource" not in message
@@ -61,7 +64,7 @@ def test_a_wrong_type_store_says_what_to_pass(value: object) -> None:
 
 
 def test_an_unsupported_url_fails_the_run_at_its_start(tmp_path: Path, instance: dg.DagsterInstance) -> None:
-    io_manager = RemoteStoreIOManager(base_dir="gs://bucket/lake")
+    io_manager = RemoteStoreIOManager(base_dir="gs://bucket/lake", retain_versions=1)
     result = dg.materialize([orders], resources={"io_manager": io_manager}, instance=instance, raise_on_error=False)
     assert not result.success
     assert not result.get_step_success_events()

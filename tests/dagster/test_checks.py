@@ -66,7 +66,7 @@ def _run(
 
 
 def _datasets(root: str) -> ParquetDatasetStore:
-    return ParquetDatasetStore(LocalStore(root))
+    return ParquetDatasetStore(LocalStore(root), retain_versions=1)
 
 
 def test_checks_pass_after_a_normal_materialization(root: str, instance: dg.DagsterInstance) -> None:
@@ -339,7 +339,9 @@ def test_checks_on_s3_find_an_object_deleted_behind_dagsters_back(
     from ..conftest import make_bucket
 
     bucket = make_bucket(moto_endpoint)
-    io = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=moto_endpoint))
+    io = RemoteStoreIOManager(
+        store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=moto_endpoint), retain_versions=1
+    )
     checks = build_dataset_checks([orders])
     assert all(e.passed for e in _run([orders], checks, instance, io).values())
     [part] = io.datasets.read_manifest("orders").parts

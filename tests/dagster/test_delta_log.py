@@ -16,13 +16,13 @@ def test_each_materialized_partition_is_a_delta_table_with_its_run_id(tmp_path: 
     def events(context: dg.AssetExecutionContext) -> pa.Table:
         return pa.table({"day": [context.partition_key] * 2, "n": [1, 2]})
 
-    manager = RemoteStoreIOManager(store=LocalStoreResource(root=str(tmp_path)), delta_log=True)
+    manager = RemoteStoreIOManager(store=LocalStoreResource(root=str(tmp_path)), delta_log=True, retain_versions=1)
     runs = {}
     for day in ("2024-01-01", "2024-01-02"):
         result = dg.materialize([events], partition_key=day, resources={"io_manager": manager})
         assert result.success
         runs[day] = result.run_id
-    datasets = ParquetDatasetStore(LocalStore(str(tmp_path)))
+    datasets = ParquetDatasetStore(LocalStore(str(tmp_path)), retain_versions=1)
     for day, run_id in runs.items():
         key = f"sales/events/{day}"
         table = DeltaTable(str(tmp_path / key))

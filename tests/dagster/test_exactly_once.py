@@ -28,13 +28,15 @@ def dying(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[RemoteStoreIO
     marker = os.path.join(tmp_path, "died")
     if request.param == "local":
         resource: Any = DyingLocal(root=os.path.join(tmp_path, "store"), marker=marker)
-        reader = ParquetDatasetStore(LocalStoreResource(root=resource.root).get_store())
+        reader = ParquetDatasetStore(LocalStoreResource(root=resource.root).get_store(), retain_versions=1)
     else:
         endpoint = request.getfixturevalue("moto_endpoint")
         bucket = make_bucket(endpoint)
         resource = DyingS3(bucket=bucket, prefix="lake", endpoint_url=endpoint, marker=marker)
-        reader = ParquetDatasetStore(S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint).get_store())
-    return RemoteStoreIOManager(store=resource), reader, marker
+        reader = ParquetDatasetStore(
+            S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint).get_store(), retain_versions=1
+        )
+    return RemoteStoreIOManager(store=resource, retain_versions=1), reader, marker
 
 
 def _attempts(result: Any) -> int:
@@ -137,13 +139,17 @@ def test_a_re_execution_from_failure_after_the_step_process_died(
     monkeypatch.setenv("PDS_RETRY_MARKER", os.path.join(tmp_path, "died"))
     if backend_kind == "local":
         monkeypatch.setenv("PDS_RETRY_ROOT", os.path.join(tmp_path, "store"))
-        reader = ParquetDatasetStore(LocalStoreResource(root=os.path.join(tmp_path, "store")).get_store())
+        reader = ParquetDatasetStore(
+            LocalStoreResource(root=os.path.join(tmp_path, "store")).get_store(), retain_versions=1
+        )
     else:
         endpoint = request.getfixturevalue("moto_endpoint")
         bucket = make_bucket(endpoint)
         monkeypatch.setenv("PDS_RETRY_BUCKET", bucket)
         monkeypatch.setenv("PDS_RETRY_ENDPOINT", endpoint)
-        reader = ParquetDatasetStore(S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint).get_store())
+        reader = ParquetDatasetStore(
+            S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint).get_store(), retain_versions=1
+        )
     key = "retry_events" if mode == "append" else "retry_merged"
     reader.write_dataset(pa.table({"id": [0], "v": ["seed"]}) if mode == "merge" else pa.table({"id": [0]}), key)
     job = dg.reconstructable(getattr(retry_defs, f"get_{mode}_job" + ("_s3" if backend_kind == "s3" else "")))

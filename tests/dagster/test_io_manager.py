@@ -93,7 +93,9 @@ def test_rematerialization_overwrites_rather_than_duplicates(
 def test_max_rows_per_file_splits_parts_and_reports_them(
     root: str, datasets: ParquetDatasetStore, instance: dg.DagsterInstance
 ) -> None:
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), max_rows_per_file=4, compression="snappy")
+    io_manager = RemoteStoreIOManager(
+        store=LocalStoreResource(root=root), max_rows_per_file=4, compression="snappy", retain_versions=1
+    )
     result = _materialize(
         [numbers], io_manager, instance, run_config={"ops": {"warehouse__numbers": {"config": {"rows": 10}}}}
     )
@@ -107,7 +109,7 @@ def test_max_rows_per_file_splits_parts_and_reports_them(
 def test_prefix_goes_in_front_and_bad_config_is_named(
     root: str, datasets: ParquetDatasetStore, instance: dg.DagsterInstance
 ) -> None:
-    good = RemoteStoreIOManager(store=LocalStoreResource(root=root), prefix="/teams/sales/")
+    good = RemoteStoreIOManager(store=LocalStoreResource(root=root), prefix="/teams/sales/", retain_versions=1)
     assert _materialize([numbers], good, instance).success
     assert read(datasets, "teams/sales/warehouse/numbers").num_rows == 3
     assert not datasets.dataset_exists("warehouse/numbers")
@@ -224,7 +226,7 @@ def test_record_batch_reader_is_streamed_into_parts(
         seen["streamed"] = streamed
         return streamed.read_all()
 
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), max_rows_per_file=5)
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), max_rows_per_file=5, retain_versions=1)
     assert _materialize([streamed, consume], io_manager, instance).success
     m = manifest(datasets, "streamed")
     assert [f.row_count for f in m.files] == [5, 5, 2]
@@ -410,7 +412,7 @@ def test_s3_store_resource_against_moto(
         run_config={"ops": {"warehouse__numbers": {"config": {"start": 10, "rows": 2}}}},
     )
     assert second.success
-    s3 = ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=moto_endpoint))
+    s3 = ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=moto_endpoint), retain_versions=1)
     assert s3.read_dataset("prod/doubled").column("n").to_pylist() == [20, 22]
     m = s3.read_manifest("prod/warehouse/numbers")
     assert (m.version, m.run_id) == (2, second.run_id)
@@ -424,7 +426,7 @@ def test_s3_store_resource_against_moto(
 def test_in_memory_store_is_shared_across_in_process_runs(instance: dg.DagsterInstance) -> None:
     resource = InMemoryStoreResource(namespace="test-shared")
     resource.clear()
-    io_manager = RemoteStoreIOManager(store=resource)
+    io_manager = RemoteStoreIOManager(store=resource, retain_versions=1)
 
     @dg.asset(ins={"numbers": dg.AssetIn(key=["warehouse", "numbers"])})
     def total(numbers: pa.Table) -> pa.Table:
@@ -432,12 +434,12 @@ def test_in_memory_store_is_shared_across_in_process_runs(instance: dg.DagsterIn
 
     assert _materialize([numbers], io_manager, instance).success
     # a second run with a freshly built resource of the same namespace sees the first run's output
-    fresh = RemoteStoreIOManager(store=InMemoryStoreResource(namespace="test-shared"))
+    fresh = RemoteStoreIOManager(store=InMemoryStoreResource(namespace="test-shared"), retain_versions=1)
     assert _materialize([numbers, total], fresh, instance, selection=[total]).success
     store = InMemoryStoreResource(namespace="test-shared").get_store()
-    assert ParquetDatasetStore(store).read_dataset("total").to_pydict() == {"sum": [3]}
+    assert ParquetDatasetStore(store, retain_versions=1).read_dataset("total").to_pydict() == {"sum": [3]}
     other = InMemoryStoreResource(namespace="test-other").get_store()
-    assert not ParquetDatasetStore(other).dataset_exists("total")
+    assert not ParquetDatasetStore(other, retain_versions=1).dataset_exists("total")
     resource.clear()
 
 

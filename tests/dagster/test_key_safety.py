@@ -76,7 +76,7 @@ def test_asset_refuses_to_overwrite_a_partition_of_another_asset(
     assert read(datasets, "sales/eu").column("source").to_pylist() == ["sales partition"]
 
     # What the message suggests: another prefix for one of them.
-    separate = RemoteStoreIOManager(store=io_manager.store, prefix="regional")
+    separate = RemoteStoreIOManager(store=io_manager.store, prefix="regional", retain_versions=1)
     assert _run([sales_eu], separate, instance).success
     assert read(datasets, "regional/sales/eu").column("source").to_pylist() == ["asset sales/eu"]
     assert read(datasets, "sales/eu").column("source").to_pylist() == ["sales partition"]
@@ -153,12 +153,14 @@ def test_two_assets_racing_to_one_key_the_commit_refuses_the_second(
     root: str, datasets: ParquetDatasetStore, instance: dg.DagsterInstance, existing: bool
 ) -> None:
     """Issue 18 #13: both pass the early check; the owner in the commit's condition refuses the loser."""
-    plain = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    plain = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     if existing:  # a dataset without an owner record: both writers' early checks accept it
         datasets.write_dataset(pa.table({"source": ["unowned"], "region": ["eu"]}), "sales/eu")
     _BEFORE_SWAP[:] = [lambda: _run([sales_by_region], plain, instance, partition_key="eu")]
 
-    result = _run([sales_eu], RemoteStoreIOManager(store=RacingLocalStoreResource(root=root)), instance)
+    result = _run(
+        [sales_eu], RemoteStoreIOManager(store=RacingLocalStoreResource(root=root), retain_versions=1), instance
+    )
     assert not _BEFORE_SWAP, "the other asset must have run inside the race window"
     assert not result.success
     error = _error(result)

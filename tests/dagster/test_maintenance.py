@@ -86,7 +86,7 @@ def test_every_partition_is_compacted_and_vacuumed_with_observations(root: str, 
 
 
 def test_a_damaged_partition_fails_the_run_and_the_others_are_maintained(root: str, instance: Any) -> None:
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     _fill(io, instance)
     broken = "readings/us/" + io.datasets.read_manifest("readings/us").parts[0]
     io.datasets.store.write_bytes(broken, b"x" * io.datasets.store.size(broken))  # no Parquet footer any more
@@ -131,7 +131,7 @@ def test_the_safety_floor_refuses_a_short_retention(root: str, instance: Any) ->
 
 
 def test_dry_run_and_prefix_selection_change_nothing(root: str, instance: Any) -> None:
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     _fill(io, instance)
     [job], schedules = build_maintenance_jobs(prefix="readings", vacuum=None, name="lake")
     assert schedules == []

@@ -140,7 +140,7 @@ def _materialize(
     resource: CountingStoreResource, tmp_path: Any, instance: dg.DagsterInstance, asset: dg.AssetsDefinition
 ) -> None:
     resources = {
-        "io_manager": RemoteStoreIOManager(store=resource),
+        "io_manager": RemoteStoreIOManager(store=resource, retain_versions=1),
         "sink": dg.mem_io_manager,
     }
     assert dg.materialize(ASSETS, selection=[asset], resources=resources, instance=instance).success

@@ -89,7 +89,7 @@ def _watchdog() -> Iterator[None]:
 
 
 def _materialize_days(root: str, instance: dg.DagsterInstance) -> None:
-    plain = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    plain = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     for day in DAYS.get_partition_keys():
         result = dg.materialize(
             ALL, resources={"io_manager": plain}, instance=instance, selection=[days], partition_key=day
@@ -98,7 +98,7 @@ def _materialize_days(root: str, instance: dg.DagsterInstance) -> None:
 
 
 def _load(root: str, instance: dg.DagsterInstance, asset: dg.AssetsDefinition) -> dg.ExecuteInProcessResult:
-    counting = RemoteStoreIOManager(store=CountingResource(root=root))
+    counting = RemoteStoreIOManager(store=CountingResource(root=root), retain_versions=1)
     return dg.materialize(
         ALL, resources={"io_manager": counting}, instance=instance, selection=[asset], raise_on_error=False
     )
@@ -123,7 +123,7 @@ def test_a_partition_deleted_after_its_manifest_was_read(
 ) -> None:
     _materialize_days(root, instance)
     gone = "days/2024-01-03"
-    _AFTER_ROOTS[:] = [lambda: ParquetDatasetStore(LocalStore(root)).delete_dataset(gone)]
+    _AFTER_ROOTS[:] = [lambda: ParquetDatasetStore(LocalStore(root), retain_versions=1).delete_dataset(gone)]
     result = _load(root, instance, lenient_days if lenient else all_days)
     assert not _AFTER_ROOTS, "the delete must have run between the manifest reads and the data reads"
     if lenient:

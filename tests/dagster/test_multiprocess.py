@@ -24,7 +24,7 @@ def test_partitioned_assets_across_processes(mp_root: str, instance: dg.DagsterI
     assert ok, errors
     ok, run_blue, errors = _execute(job, instance, tags={"dagster/partition": "blue"})
     assert ok, errors
-    datasets = ParquetDatasetStore(LocalStore(mp_root))
+    datasets = ParquetDatasetStore(LocalStore(mp_root), retain_versions=1)
     for color, run_id in (("red", run_red), ("blue", run_blue)):
         assert datasets.read_dataset(f"mp_totals/{color}").to_pydict() == {"color": [color], "total": [60]}
         m = datasets.read_manifest(f"mp_events/{color}")
@@ -45,7 +45,7 @@ def test_partitioned_assets_across_processes(mp_root: str, instance: dg.DagsterI
 def test_op_job_across_processes(mp_root: str, instance: dg.DagsterInstance) -> None:
     ok, run_id, errors = _execute(dg.reconstructable(mp_defs.mp_op_job), instance)
     assert ok, errors
-    datasets = ParquetDatasetStore(LocalStore(mp_root))
+    datasets = ParquetDatasetStore(LocalStore(mp_root), retain_versions=1)
     assert datasets.read_dataset(f"{run_id}/mp_source/result").to_pydict() == {"x": [1, 2, 3]}
     assert datasets.read_dataset(f"{run_id}/mp_double/result").to_pydict() == {"x": [2, 4, 6]}
     assert datasets.read_manifest(f"{run_id}/mp_double/result").run_id == run_id

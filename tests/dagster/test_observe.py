@@ -29,10 +29,10 @@ def _observed(instance: dg.DagsterInstance, key: dg.AssetKey) -> tuple[str | Non
 def test_a_new_version_written_outside_dagster_changes_the_data_version(
     root: str, instance: dg.DagsterInstance
 ) -> None:
-    outside = ParquetDatasetStore(LocalStore(root))  # "a Spark job elsewhere"
+    outside = ParquetDatasetStore(LocalStore(root), retain_versions=1)  # "a Spark job elsewhere"
     outside.write_dataset(pa.table({"x": [1, 2, 3]}), "prod/external/clicks", run_id="spark-1")
     clicks = observable_dataset(["external", "clicks"], description="written by Spark")
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), prefix="prod")
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), prefix="prod", retain_versions=1)
 
     assert observe([clicks], instance=instance, resources={"io_manager": io}).success
     first, metadata = _observed(instance, clicks.key)
@@ -68,7 +68,7 @@ def test_a_new_version_written_outside_dagster_changes_the_data_version(
 def test_a_downstream_asset_loads_it_and_becomes_stale_on_a_new_version(
     root: str, instance: dg.DagsterInstance
 ) -> None:
-    outside = ParquetDatasetStore(LocalStore(root))
+    outside = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     outside.write_dataset(pa.table({"x": [1, 2]}), "clicks")
     clicks = observable_dataset("clicks")
 
@@ -76,7 +76,7 @@ def test_a_downstream_asset_loads_it_and_becomes_stale_on_a_new_version(
     def clicks_total(clicks: pa.Table) -> pa.Table:
         return pa.table({"total": [sum(clicks.column("x").to_pylist())]})
 
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     resources = {"io_manager": io}
     observe([clicks], instance=instance, resources=resources)
     assert dg.materialize(
@@ -95,19 +95,19 @@ def test_a_downstream_asset_loads_it_and_becomes_stale_on_a_new_version(
 
 
 def test_a_store_resource_and_an_explicit_dataset_key(root: str, instance: dg.DagsterInstance) -> None:
-    ParquetDatasetStore(LocalStore(root)).write_dataset(pa.table({"y": ["a"]}), "lake/events")
+    ParquetDatasetStore(LocalStore(root), retain_versions=1).write_dataset(pa.table({"y": ["a"]}), "lake/events")
     events = observable_dataset("events", dataset_key="lake/events", resource_key="lake")
     observe([events], instance=instance, resources={"lake": LocalStoreResource(root=root)})
     version, metadata = _observed(instance, events.key)
     assert version is not None and version == data_version(
-        ParquetDatasetStore(LocalStore(root)).read_manifest("lake/events")
+        ParquetDatasetStore(LocalStore(root), retain_versions=1).read_manifest("lake/events")
     )
     assert metadata["dataset_key"].value == "lake/events"
 
 
 def test_observing_a_missing_dataset_fails_with_its_key(root: str, instance: dg.DagsterInstance) -> None:
     ghost = observable_dataset("ghost")
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     with pytest.raises(DatasetNotFound, match="dataset 'ghost' does not exist"):
         observe([ghost], instance=instance, resources={"io_manager": io})
     nokey = observable_dataset("nokey", resource_key="lake")

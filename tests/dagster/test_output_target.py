@@ -76,6 +76,6 @@ def test_the_write_hook_gets_one_target_with_options_parsed_once(root: str, inst
     assert second.idempotency_key is not None and second.idempotency_key.startswith("dagster:")
     assert first.live is not None and first.live.manifest is None  # read once, before the first write
     assert second.live is not None and second.live.manifest is not None and second.live.manifest.version == 1
-    table = ParquetDatasetStore(LocalStore(root)).read_dataset("events/tue")
+    table = ParquetDatasetStore(LocalStore(root), retain_versions=1).read_dataset("events/tue")
     assert sorted(table["n"].to_pylist()) == [1, 1, 2, 2]
     assert ArrowTableHandler().write.__qualname__ == "TypeHandler.write"  # the one hook, not one per mode

@@ -43,7 +43,9 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[RemoteStore
     else:
         endpoint = request.getfixturevalue("moto_endpoint")
         resource = S3StoreResource(bucket=make_bucket(endpoint), prefix="lake", endpoint_url=endpoint)
-    return RemoteStoreIOManager(store=resource), ParquetDatasetStore(resource.get_store())
+    return RemoteStoreIOManager(store=resource, retain_versions=1), ParquetDatasetStore(
+        resource.get_store(), retain_versions=1
+    )
 
 
 def _run(assets: list[Any], io_manager: Any, instance: dg.DagsterInstance, **kwargs: Any) -> Any:

@@ -40,10 +40,11 @@ def test_descriptions_reach_files_manifest_and_materialization(root: str) -> Non
         return pa.table({"id": list(range(100)), "name": [f"n{i}" for i in range(100)], "extra": [1.5] * 100})
 
     result = dg.materialize(
-        [customers], resources={"io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=root))}
+        [customers],
+        resources={"io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)},
     )
     assert result.success
-    datasets = ParquetDatasetStore(LocalStore(root))
+    datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     manifest = datasets.read_manifest("customers")
     [part] = manifest.parts
     file_schema = pq.read_schema(os.path.join(root, "customers", part))
@@ -66,7 +67,7 @@ def test_preview_holds_only_the_first_rows_and_escapes_cells(root: str) -> None:
     def notes() -> pd.DataFrame:
         return pd.DataFrame({"id": range(50), "text": ["a|b\nc"] + [f"t{i}" for i in range(1, 50)]})
 
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), preview_rows=3)
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), preview_rows=3, retain_versions=1)
     result = dg.materialize([notes], resources={"io_manager": io})
     md = _metadata(result)["preview"].md_str
     rows = _preview_rows(md)
@@ -81,7 +82,7 @@ def test_preview_rows_zero_turns_it_off(root: str) -> None:
     def small() -> pa.Table:
         return pa.table({"x": [1, 2]})
 
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), preview_rows=0)
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), preview_rows=0, retain_versions=1)
     metadata = _metadata(dg.materialize([small], resources={"io_manager": io}))
     assert "preview" not in metadata
     assert metadata["dagster/row_count"].value == 2
@@ -99,7 +100,7 @@ def test_streamed_append_previews_the_appended_rows_without_rereading(root: str)
         batches = [pa.record_batch({"n": [config.start + i, config.start + i + 1]}) for i in range(0, 10, 2)]
         return pa.RecordBatchReader.from_batches(batches[0].schema, iter(batches))
 
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), preview_rows=3)
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), preview_rows=3, retain_versions=1)
     dg.materialize([events], resources={"io_manager": io})
     result = dg.materialize(
         [events], resources={"io_manager": io}, run_config={"ops": {"events": {"config": {"start": 100}}}}
@@ -108,7 +109,7 @@ def test_streamed_append_previews_the_appended_rows_without_rereading(root: str)
     rows = _preview_rows(metadata["preview"].md_str)
     assert rows == ["| 100 |", "| 101 |", "| 102 |"]
     assert metadata["dagster/row_count"].value == 20
-    assert ParquetDatasetStore(LocalStore(root)).read_dataset("events").num_rows == 20
+    assert ParquetDatasetStore(LocalStore(root), retain_versions=1).read_dataset("events").num_rows == 20
 
 
 def test_descriptions_with_partition_by_and_merge(root: str) -> None:
@@ -118,18 +119,18 @@ def test_descriptions_with_partition_by_and_merge(root: str) -> None:
     def merged() -> pa.Table:
         return pa.table({"k": [1, 2], "v": ["a", "b"]})
 
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     result = dg.materialize([merged], resources={"io_manager": io})
     cols = {c.name: c.description for c in _metadata(result)["dagster/column_schema"].schema.columns}
     assert cols == {"k": "the key", "v": None}
-    assert ParquetDatasetStore(LocalStore(root)).read_manifest("merged").schema.field("k").metadata == {
-        b"description": b"the key"
-    }
+    assert ParquetDatasetStore(LocalStore(root), retain_versions=1).read_manifest("merged").schema.field(
+        "k"
+    ).metadata == {b"description": b"the key"}
 
 
 def test_an_overwrite_without_descriptions_drops_them() -> None:
     """The dataset layer records each write's own field metadata (no stale metadata from an earlier schema)."""
-    datasets = ParquetDatasetStore(MemoryStore())
+    datasets = ParquetDatasetStore(MemoryStore(), retain_versions=1)
     described = pa.schema([pa.field("a", pa.int64(), metadata={b"description": b"old"})])
     datasets.write_dataset(pa.table({"a": [1]}, schema=described), "k")
     manifest = datasets.write_dataset(pa.table({"a": [2]}), "k", overwrite=True)
@@ -154,7 +155,7 @@ def test_preview_of_awkward_values(root: str) -> None:
     def empty() -> pa.Table:
         return pa.table({"x": pa.array([], pa.int64())})
 
-    io = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     result = dg.materialize([awkward, empty], resources={"io_manager": io})
     md = result.asset_materializations_for_node("awkward")[0].metadata["preview"].md_str
     rows = _preview_rows(md)

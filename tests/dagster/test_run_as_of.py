@@ -24,7 +24,7 @@ def io(tmp_path: Path) -> RemoteStoreIOManager:
 
 @pytest.fixture
 def reader(tmp_path: Path) -> ParquetDatasetStore:
-    return ParquetDatasetStore(LocalStore(str(tmp_path / "store")))
+    return ParquetDatasetStore(LocalStore(str(tmp_path / "store")), retain_versions=1)
 
 
 def _prices(price: float) -> dg.AssetsDefinition:

@@ -43,7 +43,7 @@ def test_url_roots_are_refused_with_a_hint(
 
     resource = LocalStoreResource(root=root)
     with pytest.raises(Exception) as failed:
-        dg.materialize([numbers], resources={"io_manager": RemoteStoreIOManager(store=resource)})
+        dg.materialize([numbers], resources={"io_manager": RemoteStoreIOManager(store=resource, retain_versions=1)})
     errors = []
     exc: BaseException | None = failed.value
     while exc is not None:
@@ -64,9 +64,9 @@ def test_home_folder_is_expanded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     def numbers() -> pa.Table:
         return pa.table({"n": [1, 2]})
 
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root="~/lake"))
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root="~/lake"), retain_versions=1)
     assert dg.materialize([numbers], resources={"io_manager": io_manager}).success
-    assert ParquetDatasetStore(LocalStore(str(home / "lake"))).read_dataset("numbers").num_rows == 2
+    assert ParquetDatasetStore(LocalStore(str(home / "lake")), retain_versions=1).read_dataset("numbers").num_rows == 2
     assert os.listdir(work) == []  # no literal "~" folder
     assert LocalStore("~/x").root == str(home / "x")
 

@@ -177,7 +177,7 @@ def _merge_asset(name: str = "customers", strategy: str | None = None, **asset_k
 def test_merge_upserts_whole_rows_rewrites_only_matched_files_and_reports_counts(
     root: str, datasets: ParquetDatasetStore, instance: dg.DagsterInstance
 ) -> None:
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), max_rows_per_file=10)
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), max_rows_per_file=10, retain_versions=1)
     customers = _merge_asset()
 
     created = _materialize([customers], io_manager, instance)  # merge into nothing: everything is inserted
@@ -278,9 +278,11 @@ def test_merge_into_daily_partitions_merges_each_partition_dataset_independently
 def test_merge_on_s3(moto_endpoint: str, instance: dg.DagsterInstance) -> None:
     bucket = make_bucket(moto_endpoint)
     io_manager = RemoteStoreIOManager(
-        store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=moto_endpoint), max_rows_per_file=5
+        store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=moto_endpoint),
+        max_rows_per_file=5,
+        retain_versions=1,
     )
-    datasets = ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=moto_endpoint))
+    datasets = ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=moto_endpoint), retain_versions=1)
     customers = _merge_asset()
 
     assert _materialize(
@@ -369,7 +371,7 @@ def test_append_into_column_partitions(
 def test_input_filters_load_only_matching_rows_and_prune_files(
     root: str, datasets: ParquetDatasetStore, instance: dg.DagsterInstance
 ) -> None:
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), max_rows_per_file=4)
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), max_rows_per_file=4, retain_versions=1)
     seen: dict[str, Any] = {}
     by_region = [("region", "==", "eu")]
     by_id_or = [[("id", "<", 2)], [("region", "=", "us"), ("id", ">=", 20)]]
@@ -640,7 +642,7 @@ def test_spark_input_with_filters_and_version_and_spark_output_appended(
 
     root = os.path.join(tmp_path, "spark-store")
     io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), max_rows_per_file=4, retain_versions=2)
-    datasets = ParquetDatasetStore(LocalStore(root))
+    datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     seen: dict[str, Any] = {}
     filters = [[("region", "in", ["eu", "apac"]), ("id", ">=", 3)], [("id", "==", 1)]]
 

@@ -189,8 +189,11 @@ def test_rematerializing_a_partition_replaces_it(
     for key in ("raw/click_events", "staging/clean_events"):
         manifest = datasets.read_manifest(f"{key}/{DAY1}")
         assert manifest.version == 2 and manifest.run_id == second.run_id != first.run_id
-        parquet = [p.name for p in (data_root / key / DAY1).iterdir() if p.suffix == ".parquet"]
-        assert len(parquet) == len(manifest.parts), "the replaced version's files are gone"
+        parquet = {p.name for p in (data_root / key / DAY1).iterdir() if p.suffix == ".parquet"}
+        replaced = datasets.read_manifest(f"{key}/{DAY1}", version=1)
+        # The example keeps the default retention: the replaced version's files stay readable (7 days), no others.
+        assert parquet == set(manifest.parts) | set(replaced.parts), "only the live and the replaced version's files"
+        assert datasets.read_dataset(f"{key}/{DAY1}", version=1).num_rows == replaced.row_count
     assert datasets.read_manifest(f"staging/clean_events/{DAY1}").row_count == len(
         datasets.read_dataset(f"staging/clean_events/{DAY1}")
     )

@@ -36,7 +36,9 @@ defs = dg.Definitions(
         dg.define_asset_job("mp_spark_job", selection=[mp_numbers, mp_spark_sum]),
         dg.define_asset_job("mp_spark_no_session_job", selection=[mp_numbers, mp_spark_no_session]),
     ],
-    resources={"io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=dg.EnvVar("PDS_MP_ROOT")))},
+    resources={
+        "io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=dg.EnvVar("PDS_MP_ROOT")), retain_versions=1)
+    },
     executor=dg.multiprocess_executor,
 )
 

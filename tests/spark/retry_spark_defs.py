@@ -39,7 +39,7 @@ def _io(s3: bool) -> RemoteStoreIOManager:
         )
     else:
         store = DyingLocal(root=dg.EnvVar("PDS_RETRY_ROOT"), marker=marker, how="exit")
-    return RemoteStoreIOManager(store=store)
+    return RemoteStoreIOManager(store=store, retain_versions=1)
 
 
 def _job(asset: Any, s3: bool) -> dg.JobDefinition:

@@ -112,7 +112,7 @@ def test_partition_by_write_lands_in_the_arrow_paths_folders(
 
 
 def test_partition_by_bad_column_writes_nothing(spark: SparkSession, tmp_path: Any) -> None:
-    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "s")))
+    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "s")), retain_versions=1)
     with pytest.raises(ValueError, match="no such column"):
         write_spark_dataset(events(spark, 0, 10), datasets, "bad", partition_by=["nope"])
     assert not datasets.dataset_exists("bad") and files(datasets.store, "bad") == set()
@@ -168,12 +168,14 @@ def test_append_rebases_on_a_concurrent_append(spark: SparkSession, datasets: Pa
 def test_task_retry_during_append_leaves_one_attempts_rows(
     spark: SparkSession, datasets: ParquetDatasetStore, partitioned: bool
 ) -> None:
-    datasets = ParquetDatasetStore(datasets.store, max_rows_per_file=7)
+    datasets = ParquetDatasetStore(datasets.store, max_rows_per_file=7, retain_versions=1)
     append_spark_dataset(events(spark, 0, 10), datasets, "r", partition_by=["region"] if partitioned else None)
     sc = spark.sparkContext
     group = f"retry-{uuid.uuid4().hex[:8]}"
     sc.setJobGroup(group, "append retry")
-    failing = ParquetDatasetStore(FailAfterPartStore(datasets.store, partition=0), max_rows_per_file=7)
+    failing = ParquetDatasetStore(
+        FailAfterPartStore(datasets.store, partition=0), max_rows_per_file=7, retain_versions=1
+    )
     try:
         manifest = append_spark_dataset(events(spark, 10, 90), failing, "r", mode="arrow")
     finally:
@@ -185,9 +187,11 @@ def test_task_retry_during_append_leaves_one_attempts_rows(
 
 def test_memory_store_is_refused(spark: SparkSession) -> None:
     with pytest.raises(CapabilityNotSupported, match="MemoryStore"):
-        append_spark_dataset(events(spark, 0, 3), ParquetDatasetStore(MemoryStore()), "m")
+        append_spark_dataset(events(spark, 0, 3), ParquetDatasetStore(MemoryStore(), retain_versions=1), "m")
     with pytest.raises(CapabilityNotSupported, match="MemoryStore"):
-        merge_spark_dataset(events(spark, 0, 3), ParquetDatasetStore(MemoryStore()), "m", key_columns=["id"])
+        merge_spark_dataset(
+            events(spark, 0, 3), ParquetDatasetStore(MemoryStore(), retain_versions=1), "m", key_columns=["id"]
+        )
 
 
 # --------------------------------------------------------------------------------- merge
@@ -329,7 +333,7 @@ class _PeakRss:
 @pytest.fixture
 def warm(spark: SparkSession, tmp_path: Any) -> Iterator[ParquetDatasetStore]:
     """A LocalStore after one small run of every path (so imports and JIT caches are not counted)."""
-    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "big")))
+    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "big")), retain_versions=1)
     small = spark.range(0, 1000, 1, 2).select("id", (F.col("id") % 30).alias("day"), F.rand(1).alias("x"))
     append_spark_dataset(small, datasets, "warm")
     append_spark_dataset(small, datasets, "warmp", partition_by=["day"])

@@ -51,7 +51,7 @@ def test_spark_inputs_pin_as_of_and_version_through_materialize(spark: SparkSess
         for first in (0, 10, 20):
             start["n"] = first
             assert dg.materialize([events], resources=resources, instance=instance).success
-        datasets = ParquetDatasetStore(LocalStore(root))
+        datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
         times = [datetime.fromisoformat(m.created_at_utc) for m in reversed(datasets.history("events"))]
         between = times[0] + (times[1] - times[0]) / 2
 

@@ -41,11 +41,15 @@ def instance() -> Iterator[dg.DagsterInstance]:
 def backend(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[RemoteStoreIOManager, ParquetDatasetStore]:
     if request.param == "local":
         root = os.path.join(tmp_path, "store")
-        return RemoteStoreIOManager(store=LocalStoreResource(root=root)), ParquetDatasetStore(LocalStore(root))
+        return RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1), ParquetDatasetStore(
+            LocalStore(root), retain_versions=1
+        )
     endpoint = request.getfixturevalue("moto_endpoint")
     bucket = make_bucket(endpoint)
-    io_manager = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint))
-    return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint))
+    io_manager = RemoteStoreIOManager(
+        store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint), retain_versions=1
+    )
+    return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint), retain_versions=1)
 
 
 class _FailingLocalStore(LocalStoreResource):
@@ -70,12 +74,15 @@ def _failing(io_manager: RemoteStoreIOManager, partition: int) -> RemoteStoreIOM
     """``io_manager`` over the same store, wrapped in :class:`FailAfterPartStore`."""
     store = io_manager.store
     if isinstance(store, LocalStoreResource):
-        return RemoteStoreIOManager(store=_FailingLocalStore(root=store.root, fail_partition=partition))
+        return RemoteStoreIOManager(
+            store=_FailingLocalStore(root=store.root, fail_partition=partition), retain_versions=1
+        )
     assert isinstance(store, S3StoreResource)
     return RemoteStoreIOManager(
         store=_FailingS3Store(
             bucket=store.bucket, prefix=store.prefix, endpoint_url=store.endpoint_url, fail_partition=partition
-        )
+        ),
+        retain_versions=1,
     )
 
 
@@ -266,7 +273,12 @@ def test_spark_partition_whose_commit_fails_after_its_swap_keeps_its_parts(
             bucket=store.bucket, prefix=store.prefix, endpoint_url=store.endpoint_url, fail_key=f"sales/{failing_day}"
         )
     metadata = {"partition_expr": "day", "write_mode": mode}
-    result = _run([_asset(_events, metadata)], RemoteStoreIOManager(store=resource), instance, raise_on_error=False)
+    result = _run(
+        [_asset(_events, metadata)],
+        RemoteStoreIOManager(store=resource, retain_versions=1),
+        instance,
+        raise_on_error=False,
+    )
     assert not result.success
     manifest = datasets.read_manifest(f"sales/{failing_day}")  # its swap landed
     missing = [p for p in manifest.parts if not datasets.store.exists(f"sales/{failing_day}/{p}")]
@@ -420,8 +432,8 @@ def test_spark_backfill_append_and_partition_by_keep_driver_rss_flat(
     from .test_spark_append_merge import _PeakRss
 
     root = os.path.join(tmp_path, "store")
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root))
-    datasets = ParquetDatasetStore(LocalStore(root))
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
+    datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     days = F.array(*[F.lit(d) for d in RANGE])
 
     def make(rows: int) -> Any:

@@ -39,7 +39,7 @@ def stats(context: dg.AssetExecutionContext, pyspark: PySparkResource) -> DataFr
 
 
 def _run(root: str, instance: dg.DagsterInstance, **kw: Any) -> Any:
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     resources = {"io_manager": io_manager, "pyspark": PySparkResource(spark_config={})}
     return dg.materialize([stats], resources=resources, instance=instance, **kw)
 

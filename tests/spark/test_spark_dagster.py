@@ -46,11 +46,15 @@ def backend(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[RemoteStoreI
     """The IO manager on a LocalStore (Spark's own writer) or on moto S3 (the executor path)."""
     if request.param == "local":
         root = os.path.join(tmp_path, "store")
-        return RemoteStoreIOManager(store=LocalStoreResource(root=root)), ParquetDatasetStore(LocalStore(root))
+        return RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1), ParquetDatasetStore(
+            LocalStore(root), retain_versions=1
+        )
     endpoint = request.getfixturevalue("moto_endpoint")
     bucket = make_bucket(endpoint)
-    io_manager = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint))
-    return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint))
+    io_manager = RemoteStoreIOManager(
+        store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint), retain_versions=1
+    )
+    return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint), retain_versions=1)
 
 
 def test_spark_output_loads_as_spark_pandas_and_arrow(
@@ -110,7 +114,7 @@ def test_spark_output_loads_as_spark_pandas_and_arrow(
 
 def test_pandas_output_loads_as_spark(spark: SparkSession, tmp_path: Any, instance: dg.DagsterInstance) -> None:
     root = os.path.join(tmp_path, "store")
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
 
     @dg.asset
     def orders() -> pd.DataFrame:
@@ -127,7 +131,7 @@ def test_pandas_output_loads_as_spark(spark: SparkSession, tmp_path: Any, instan
         return orders.where(F.col("amount") > 5)
 
     _run([orders, big_orders], io_manager, instance)
-    datasets = ParquetDatasetStore(LocalStore(root))
+    datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     out = datasets.read_dataset("big_orders").sort_by("order")
     assert out.column("order").to_pylist() == [1, 3]
     assert out.column("at").to_pylist()[0] == pd.Timestamp("2024-01-01 10:00", tz="UTC").to_pydatetime()
@@ -138,7 +142,7 @@ def test_partitioned_spark_asset_loads_as_one_dataframe(
     spark: SparkSession, tmp_path: Any, instance: dg.DagsterInstance
 ) -> None:
     root = os.path.join(tmp_path, "store")
-    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root))
+    io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
     regions = dg.StaticPartitionsDefinition(["eu", "us", "apac"])
     seen: dict[str, Any] = {}
 
@@ -161,7 +165,7 @@ def test_partitioned_spark_asset_loads_as_one_dataframe(
         _run([sales, all_sales, per_region], io_manager, instance, selection=[sales], partition_key=region)
     _run([sales, all_sales, per_region], io_manager, instance, selection=[all_sales, per_region])
 
-    datasets = ParquetDatasetStore(LocalStore(root))
+    datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     assert datasets.read_manifest("sales/us").row_count == 5
     assert (datasets.read_manifest("sales/us").metadata or {})["dagster.partition_key"] == "us"
     assert seen["all"] == sorted(
@@ -191,12 +195,12 @@ def test_op_outputs_go_through_the_spark_path(spark: SparkSession, tmp_path: Any
 
     result = spark_job.execute_in_process(
         resources={
-            "io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=root)),
+            "io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1),
             "pyspark": PySparkResource(spark_config={}),
         }
     )
     assert result.success
-    datasets = ParquetDatasetStore(LocalStore(root))
+    datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     made = datasets.read_manifest(f"{result.run_id}/make/result")
     assert made.row_count == 7 and (made.metadata or {})["dagster.python_type"] == "pyspark.sql.DataFrame"
     assert datasets.read_dataset(f"{result.run_id}/total/result").to_pydict() == {"total": [21]}

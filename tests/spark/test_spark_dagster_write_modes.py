@@ -32,11 +32,15 @@ def instance() -> Iterator[dg.DagsterInstance]:
 def backend(request: pytest.FixtureRequest, tmp_path: Any) -> tuple[RemoteStoreIOManager, ParquetDatasetStore]:
     if request.param == "local":
         root = os.path.join(tmp_path, "store")
-        return RemoteStoreIOManager(store=LocalStoreResource(root=root)), ParquetDatasetStore(LocalStore(root))
+        return RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1), ParquetDatasetStore(
+            LocalStore(root), retain_versions=1
+        )
     endpoint = request.getfixturevalue("moto_endpoint")
     bucket = make_bucket(endpoint)
-    io_manager = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint))
-    return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint))
+    io_manager = RemoteStoreIOManager(
+        store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint), retain_versions=1
+    )
+    return io_manager, ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint), retain_versions=1)
 
 
 def _materialize(asset: Any, io_manager: RemoteStoreIOManager, instance: dg.DagsterInstance) -> dict[str, Any]:
@@ -111,7 +115,7 @@ def test_bad_spark_repartition_value_is_refused(
     result = dg.materialize(
         [odd],
         resources={
-            "io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=root)),
+            "io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1),
             "pyspark": PySparkResource(spark_config={}),
         },
         instance=instance,
@@ -119,4 +123,4 @@ def test_bad_spark_repartition_value_is_refused(
     )
     assert not result.success
     assert "spark_repartition" in str(result.get_step_failure_events()[0].event_specific_data.error)
-    assert not ParquetDatasetStore(LocalStore(root)).dataset_exists("odd")
+    assert not ParquetDatasetStore(LocalStore(root), retain_versions=1).dataset_exists("odd")

@@ -82,7 +82,7 @@ def test_a_spark_asset_written_twice_keeps_its_data_version(
 
 @pytest.mark.parametrize("mode", ["arrow", "native"])
 def test_each_spark_write_path_records_content_hashes(spark: SparkSession, tmp_path: Any, mode: str) -> None:
-    datasets = ParquetDatasetStore(LocalStore(str(tmp_path)))
+    datasets = ParquetDatasetStore(LocalStore(str(tmp_path)), retain_versions=1)
     df = spark.range(0, 30, numPartitions=3).withColumn("s", F.col("id").cast("string"))
     versions = []
     for key in ("a", "b"):

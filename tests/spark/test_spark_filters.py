@@ -137,7 +137,7 @@ CASES: list[Any] = [
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory: pytest.TempPathFactory, spark: Any) -> Iterator[ParquetDatasetStore]:
     root: Path = tmp_path_factory.mktemp("filters")
-    ds = ParquetDatasetStore(LocalStore(root), max_rows_per_file=25)
+    ds = ParquetDatasetStore(LocalStore(root), max_rows_per_file=25, retain_versions=1)
     table = _rows()
     ds.write_dataset(table, "flat")
     ds.write_dataset(table, "parted", partition_by=["part"])

@@ -125,7 +125,7 @@ def test_write_then_read_back_everywhere(spark: SparkSession, local: ParquetData
 def test_keys_with_spaces_percent_signs_and_glob_characters(spark: SparkSession, tmp_path: Any, mode: str) -> None:
     """Dagster keys keep such characters (``echo[first]``, partition values); Spark must not reinterpret them."""
     root = os.path.join(tmp_path, "odd")
-    datasets = ParquetDatasetStore(LocalStore(root))
+    datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     key = "run/echo[first]/a b%25{x,y}*?é"
     manifest = write_spark_dataset(spark.range(10).repartition(2), datasets, key, mode=mode)
     assert manifest.row_count == 10 and len(manifest.parts) == 2
@@ -138,7 +138,7 @@ def test_keys_with_spaces_percent_signs_and_glob_characters(spark: SparkSession,
 
 @pytest.mark.parametrize("mode", WRITE_MODES)
 def test_max_rows_per_file_splits_each_partition(spark: SparkSession, tmp_path: Any, mode: str) -> None:
-    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "s")), max_rows_per_file=7)
+    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "s")), max_rows_per_file=7, retain_versions=1)
     manifest = write_spark_dataset(spark.range(50).repartition(2), datasets, "split", mode=mode)
     assert manifest.row_count == 50
     assert all(e.row_count is not None and 0 < e.row_count <= 7 for e in manifest.files)
@@ -193,7 +193,7 @@ def test_timestamps_are_stored_as_utc_whatever_the_session_time_zone(
 
 
 def test_s3_store_goes_through_the_executors(spark: SparkSession, s3_store: S3Store) -> None:
-    datasets = ParquetDatasetStore(s3_store)
+    datasets = ParquetDatasetStore(s3_store, retain_versions=1)
     df = wide_df(spark, n=30, partitions=2)
     manifest = write_spark_dataset(df, datasets, "events/wide")  # auto: arrow on S3
     assert manifest.row_count == 30
@@ -208,8 +208,8 @@ def test_s3_store_goes_through_the_executors(spark: SparkSession, s3_store: S3St
 
 def test_native_mode_needs_a_store_spark_can_reach(spark: SparkSession, s3_store: S3Store, tmp_path: Any) -> None:
     with pytest.raises(CapabilityNotSupported, match="hadoop-aws"):
-        write_spark_dataset(spark.range(3), ParquetDatasetStore(s3_store), "x", mode="native")
-    brotli = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "b")), compression="brotli")
+        write_spark_dataset(spark.range(3), ParquetDatasetStore(s3_store, retain_versions=1), "x", mode="native")
+    brotli = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "b")), compression="brotli", retain_versions=1)
     with pytest.raises(CapabilityNotSupported, match="brotli"):
         write_spark_dataset(spark.range(3), brotli, "x", mode="native")
     manifest = write_spark_dataset(spark.range(3), brotli, "x")  # auto falls back to the executor path
@@ -218,7 +218,7 @@ def test_native_mode_needs_a_store_spark_can_reach(spark: SparkSession, s3_store
 
 
 def test_memory_store_is_refused_with_the_reason(spark: SparkSession) -> None:
-    datasets = ParquetDatasetStore(MemoryStore())
+    datasets = ParquetDatasetStore(MemoryStore(), retain_versions=1)
     with pytest.raises(CapabilityNotSupported, match="separate Python worker processes"):
         write_spark_dataset(spark.range(3), datasets, "m")
     datasets.write_dataset(pa.table({"a": [1]}), "m")
@@ -252,7 +252,7 @@ def test_task_that_fails_after_writing_a_part_is_retried_without_duplicates(
     committed, and the failed attempt's file must be gone.
     """
     store = LocalStore(os.path.join(tmp_path, "r")) if backend == "local" else request.getfixturevalue("s3_store")
-    datasets = ParquetDatasetStore(FailAfterPartStore(store, partition=0), max_rows_per_file=4)
+    datasets = ParquetDatasetStore(FailAfterPartStore(store, partition=0), max_rows_per_file=4, retain_versions=1)
     df = spark.range(40).repartition(3)
     sc = spark.sparkContext
     group = f"retry-{uuid.uuid4().hex[:8]}"

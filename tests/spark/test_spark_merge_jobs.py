@@ -38,7 +38,7 @@ def _jobs_of(spark: SparkSession, action: Any) -> tuple[Any, int]:
 def test_a_merge_runs_at_most_two_spark_jobs(
     spark: SparkSession, tmp_path: Any, partitioned: bool, keyed: bool
 ) -> None:
-    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "store")))
+    datasets = ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "store")), retain_versions=1)
     base = events(spark, 0, 500, parts=5).sortWithinPartitions("id")
     write_spark_dataset(base, datasets, "m", partition_by=["region"] if partitioned else None)
     datasets.write_dataset(datasets.read_dataset("m"), "ref", partition_by=["region"] if partitioned else None)

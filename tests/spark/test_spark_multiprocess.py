@@ -18,7 +18,9 @@ instance = _multiprocess.instance
 def test_spark_input_builds_its_session_from_spark_config(mp_root: str, instance: dg.DagsterInstance) -> None:
     ok, _run_id, errors = _multiprocess.execute(dg.reconstructable(mp_spark_defs.get_spark_job), instance)
     assert ok, errors
-    assert ParquetDatasetStore(LocalStore(mp_root)).read_dataset("mp_spark_sum").to_pydict() == {"total": [45]}
+    assert ParquetDatasetStore(LocalStore(mp_root), retain_versions=1).read_dataset("mp_spark_sum").to_pydict() == {
+        "total": [45]
+    }
 
 
 def test_spark_input_without_a_session_says_what_to_add(mp_root: str, instance: dg.DagsterInstance) -> None:
@@ -26,4 +28,6 @@ def test_spark_input_without_a_session_says_what_to_add(mp_root: str, instance: 
     assert not ok
     assert "NoSparkSessionError" in errors
     assert "PySparkResource" in errors and "'spark_config'" in errors
-    assert not ParquetDatasetStore(LocalStore(mp_root)).store.exists("mp_spark_no_session/manifest.json")
+    assert not ParquetDatasetStore(LocalStore(mp_root), retain_versions=1).store.exists(
+        "mp_spark_no_session/manifest.json"
+    )

@@ -61,16 +61,18 @@ def _backend(kind: str, request: pytest.FixtureRequest, tmp_path: Any) -> tuple[
     if kind == "local":
         root = os.path.join(tmp_path, "store")
         return (
-            RemoteStoreIOManager(store=LocalStoreResource(root=root)),
-            RemoteStoreIOManager(store=RacingLocalStoreResource(root=root)),
-            ParquetDatasetStore(LocalStore(root)),
+            RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1),
+            RemoteStoreIOManager(store=RacingLocalStoreResource(root=root), retain_versions=1),
+            ParquetDatasetStore(LocalStore(root), retain_versions=1),
         )
     endpoint = request.getfixturevalue("moto_endpoint")
     bucket = make_bucket(endpoint)
     return (
-        RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint)),
-        RemoteStoreIOManager(store=RacingS3StoreResource(bucket=bucket, endpoint=endpoint)),
-        ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint)),
+        RemoteStoreIOManager(
+            store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint), retain_versions=1
+        ),
+        RemoteStoreIOManager(store=RacingS3StoreResource(bucket=bucket, endpoint=endpoint), retain_versions=1),
+        ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint), retain_versions=1),
     )
 
 

@@ -34,7 +34,7 @@ def test_spark_preview_descriptions_and_checks(spark: SparkSession, tmp_path: An
 
     checks = build_dataset_checks([numbers, appended])
     resources = {
-        "io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=root), preview_rows=4),
+        "io_manager": RemoteStoreIOManager(store=LocalStoreResource(root=root), preview_rows=4, retain_versions=1),
         "pyspark": PySparkResource(spark_config={}),
     }
     with dg.instance_for_test() as instance:
@@ -42,7 +42,7 @@ def test_spark_preview_descriptions_and_checks(spark: SparkSession, tmp_path: An
     assert result.success
     assert all(e.passed for e in result.get_asset_check_evaluations())
     assert len(result.get_asset_check_evaluations()) == 6
-    datasets = ParquetDatasetStore(LocalStore(root))
+    datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     for name in ("numbers", "appended"):
         metadata = result.asset_materializations_for_node(name)[0].metadata
         rows = [line for line in metadata["preview"].md_str.splitlines() if line.startswith("|")][2:]

@@ -37,12 +37,12 @@ def datasets(request: pytest.FixtureRequest, tmp_path: Any) -> ParquetDatasetSto
         store: LocalStore | S3Store = LocalStore(os.path.join(tmp_path, "store"))
     else:
         store = request.getfixturevalue("s3_store")
-    return ParquetDatasetStore(store, max_rows_per_file=10)
+    return ParquetDatasetStore(store, max_rows_per_file=10, retain_versions=1)
 
 
 @pytest.fixture
 def local(tmp_path: Any) -> ParquetDatasetStore:
-    return ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "store")), max_rows_per_file=10)
+    return ParquetDatasetStore(LocalStore(os.path.join(tmp_path, "store")), max_rows_per_file=10, retain_versions=1)
 
 
 def table(n: int = 100, start: int = 0) -> pa.Table:
@@ -161,7 +161,7 @@ def test_many_datasets_fetch_each_manifest_once_in_parallel(spark: SparkSession,
     _write_days(datasets.store)
     counting = CountingStore(datasets.store)
     counting.barrier = threading.Barrier(N)
-    df = read_spark_datasets(spark, ParquetDatasetStore(counting), KEYS, mode="arrow")
+    df = read_spark_datasets(spark, ParquetDatasetStore(counting, retain_versions=1), KEYS, mode="arrow")
     assert sorted(counting.requests()) == sorted(("read_bytes", f"{k}/manifest.json") for k in KEYS)
     counting.barrier = None
     assert df.count() == sum(range(1, N + 1))
@@ -339,13 +339,15 @@ def test_downstream_spark_asset_loads_all_partitions_as_one_scan(
 ) -> None:
     if backend == "local":
         root = os.path.join(tmp_path, "lake")
-        io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root))
-        datasets = ParquetDatasetStore(LocalStore(root))
+        io_manager = RemoteStoreIOManager(store=LocalStoreResource(root=root), retain_versions=1)
+        datasets = ParquetDatasetStore(LocalStore(root), retain_versions=1)
     else:
         endpoint = request.getfixturevalue("moto_endpoint")
         bucket = make_bucket(endpoint)
-        io_manager = RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint))
-        datasets = ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint))
+        io_manager = RemoteStoreIOManager(
+            store=S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=endpoint), retain_versions=1
+        )
+        datasets = ParquetDatasetStore(S3Store(bucket, "lake", endpoint_url=endpoint), retain_versions=1)
     resources = {"io_manager": io_manager, "pyspark": PySparkResource(spark_config={})}
     SEEN.clear()
     with dg.DagsterInstance.ephemeral() as instance:

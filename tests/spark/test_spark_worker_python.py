@@ -76,4 +76,4 @@ def test_workers_without_the_package_get_an_error_naming_pyspark_python(tmp_path
     assert f"export PYSPARK_PYTHON={sys.executable}" in message
     assert "install the package on every executor" in message
     assert "Traceback" not in message and "at org.apache.spark" not in message
-    assert not ParquetDatasetStore(LocalStore(str(root))).store.exists("events/day/manifest.json")
+    assert not ParquetDatasetStore(LocalStore(str(root)), retain_versions=1).store.exists("events/day/manifest.json")

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pytest
 
 from dagster_parquet_dataset import ParquetDatasetStore, Store
+from dagster_parquet_dataset.dataset.format import segments
 from tests._stores import WrappingStore
 
 RESERVED = [
@@ -142,9 +143,10 @@ def test_retained_versions_are_not_a_dataset_key(store: Store) -> None:
     assert [m.version for m in datasets.history("a")] == [2, 1]
 
 
-def test_segments_are_not_a_dataset_key(store: Store) -> None:
+def test_segments_are_not_a_dataset_key(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """``_segments`` is reserved like ``_versions``: deleting, writing or vacuuming ``a/_segments`` would
     remove ``a``'s manifest segments (issue 26, #3)."""
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)  # so 40 files need a segment (the default inlines 1,024)
     datasets = ParquetDatasetStore(store, max_rows_per_file=1)
     datasets.write_dataset(plain(40), "a")  # more than 32 files: the entries live in a segment
     before = snapshot(store, "a")

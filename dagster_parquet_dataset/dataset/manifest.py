@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,41 +23,33 @@ import pyarrow.compute as pc
 
 from ..errors import ManifestCorrupted
 from ..storage.base import Store, validate_key
-from .format.segments import SegmentRef, entries_table, live_rows, segments_table
+from .format.manifest_json import render_manifest, unsafe_paths
+from .format.segments import SegmentRef, all_live, entries_table, live_rows, segment_refs, segments_table
 
 try:  # the ``fast`` extra: several times faster on large manifests
     import orjson
 
     _fast_loads: Callable[[str | bytes], Any] | None = orjson.loads
-    _fast_dumps: Callable[..., bytes] | None = orjson.dumps
-    _INDENT_2 = orjson.OPT_INDENT_2
 except ImportError:  # pragma: no cover - depends on install
-    _fast_loads = _fast_dumps = None
-    _INDENT_2 = 0
+    _fast_loads = None
 
-#: Anything :func:`validate_key` refuses, in part paths joined by newlines (a match, even a false
-#: one from a newline inside a path, sends every path through ``validate_key`` for its message).
-_UNSAFE_PATHS = re.compile(r"^/|//|/$|^$|\x00|\\|(?:^|/)\.\.?(?:/|$)", re.MULTILINE)
 _DICT_ONLY = frozenset([dict])
 _STR_ONLY = frozenset([str])
 _new = object.__new__
-#: ``to_json`` renders ``parts`` with orjson from this many parts on.
-_RENDER_PARTS = 1_000
-#: Printable ASCII but the quote and the backslash: the characters orjson and ``json`` both write as they are.
-_PLAIN_ASCII = bytes(range(0x20, 0x7F)).replace(b'"', b"").replace(b"\\", b"")
-#: Stands for ``parts`` while the rest of the manifest is rendered; found again as the top-level line
-#: ``\n  "parts": "\u0000parts\u0000"``, which no string value can hold (JSON escapes the newline)
-#: and no nested key can (nested keys are indented deeper).
-_PARTS_PLACEHOLDER = "\x00parts\x00"
-_PARTS_KEY = '\n  "parts": '
-_PARTS_LINE = _PARTS_KEY + json.dumps(_PARTS_PLACEHOLDER)
 
 #: Version of this package's manifest extensions; 0 means "Spec 042 fields only", 1 per-file entries
 #: in the manifest (``files``), 2 per-file entries in segment files (``segments``, see ``docs/format.md``).
 FORMAT_VERSION = 2
 SEGMENTED_FORMAT = 2
+#: Format 3: a format-2 version with more than :data:`PARTS_IN_ROOT` parts. Its root leaves ``parts`` out
+#: (``part_count`` says how many): every row of its segments, then its inline ``files``, is a live part,
+#: in order. A Spec 042 reader refuses it (``parts`` is a required field) instead of reading a partial list.
+ROOTLESS_FORMAT = 3
+#: Most parts a root lists itself (``parts``, for Spec 042 readers). Past it the root's size, parsed by
+#: every plan and rewritten by every commit, would grow with the table (27 MB at a million parts).
+PARTS_IN_ROOT = 100_000
 #: Cached derived values of a manifest, dropped by :meth:`DatasetManifest.evolve` when what they derive from changes.
-_DERIVED = ("_resolved", "_table")
+_DERIVED = ("_resolved", "_table", "_parts_loaded")
 
 _SPEC_FIELDS: dict[str, type | tuple[type, ...]] = {
     "dataset_key": str,
@@ -68,33 +59,6 @@ _SPEC_FIELDS: dict[str, type | tuple[type, ...]] = {
     "compression": str,
     "created_at_utc": str,
 }
-
-
-def _render_parts(parts: list[str]) -> str | None:
-    """``parts`` as ``json.dumps(..., indent=2)`` renders the value of a top-level key, or ``None`` to let
-    ``json.dumps`` do it: for a short list, without orjson, or when a part is not printable ASCII without
-    quote and backslash (only for those do orjson and ``json`` write the same bytes: ``"<path>"``). The
-    pure-Python encoder that ``indent`` selects cost a commit about 0.3 s per million parts."""
-    if _fast_dumps is None or len(parts) < _RENDER_PARTS:
-        return None
-    joined = "".join(parts)
-    if not joined.isascii() or joined.encode("ascii").translate(None, _PLAIN_ASCII):
-        return None
-    rendered = _fast_dumps(parts, option=_INDENT_2)  # b'[\n  "a",\n  "b"\n]'
-    return rendered[:-1].replace(b'\n  "', b'\n    "').decode("ascii") + "  ]"
-
-
-def _unsafe_paths(joined: str, unique: set[str]) -> bool:
-    """Whether the newline-joined part paths (``unique``: the same paths as a set) may hold one that
-    ``validate_key`` refuses: substring tests first (a regex over 10,000 paths costs tens of
-    milliseconds), the exact pattern only then. Paths without a ``/`` (an unpartitioned dataset) need
-    only one-character scans and set lookups: each two-character scan cost 30 ms at a million parts."""
-    if "/" not in joined:  # refused only if empty, "." or "..", or with a NUL or a backslash
-        return "\x00" in joined or "\\" in joined or not unique.isdisjoint(("", ".", ".."))
-    suspicious = ("//", "/.", "\n.", "\n/", "/\n", "\n\n", "\x00", "\\")
-    if joined[:1] in ("", "/", ".") or joined[-1:] in ("/", "\n") or any(s in joined for s in suspicious):
-        return _UNSAFE_PATHS.search(joined) is not None
-    return False
 
 
 def schema_hash(schema: pa.Schema) -> str:
@@ -302,7 +266,7 @@ class DatasetManifest:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the caches derived from the segments (a worker loads them again if it needs them)."""
-        return {k: v for k, v in self.__dict__.items() if k not in _DERIVED}
+        return {k: v for k, v in self.__dict__.items() if k not in _DERIVED and k != "_adds_to"}
 
     def bind(self, store: Store, key: str) -> DatasetManifest:
         """Note where this manifest was read from (its segments are loaded from there); returns ``self``."""
@@ -320,8 +284,23 @@ class DatasetManifest:
             made.__dict__.pop("schema", None)
         if "files" in changes:
             made.__dict__["_files"] = tuple(changes.pop("files"))
+        if "parts" in changes:
+            parts = changes.pop("parts")
+            made.__dict__["_parts"] = None if parts is None else list(parts)
+        if "part_count" in changes:
+            made.__dict__["_part_count"] = changes.pop("part_count")
         made.__dict__.update(changes)
         return made
+
+    def part_count(self) -> int:
+        """How many parts this version has, without loading them (format 3 records it in the root)."""
+        parts = self.__dict__.get("_parts")
+        return len(parts) if parts is not None else self.__dict__.get("_part_count", 0)
+
+    def parts_listed(self) -> bool:
+        """Whether ``parts`` is at hand (``False``: a format-3 version whose parts are in its segments,
+        loaded on first use of ``parts``)."""
+        return self.__dict__.get("_parts") is not None
 
     def version_of(self, txn: str) -> int | None:
         """The version the commit with write token ``txn`` made, if it is this one or one it was built on.
@@ -364,7 +343,11 @@ class DatasetManifest:
                 )
             store, key = source if source is not None else (None, self.dataset_key)
             extra = entries_table(self.added, self.schema) if self.added else None
-            table = live_rows(segments_table(store, key, self.segments, extra), self.parts, key)  # type: ignore[arg-type]
+            table = segments_table(store, key, self.segments, extra)  # type: ignore[arg-type]
+            if self.parts_listed():
+                table = live_rows(table, self.parts, key)
+            else:
+                table = all_live(table, self.part_count(), key)
             counts = table.column("row_count")
             total = pc.sum(counts).as_py() or 0
             if counts.null_count == 0 and total != self.row_count:
@@ -387,9 +370,10 @@ class DatasetManifest:
         return self.files if self.files else tuple(FileEntry(p) for p in self.parts)
 
     def to_dict(self) -> dict[str, Any]:
+        rootless = self.format_version >= ROOTLESS_FORMAT
         out: dict[str, Any] = {
             "dataset_key": self.dataset_key,
-            "parts": list(self.parts),
+            **({"part_count": self.part_count()} if rootless else {"parts": list(self.parts)}),
             "row_count": self.row_count,
             "schema_hash": self.schema_hash,
             "compression": self.compression,
@@ -419,14 +403,8 @@ class DatasetManifest:
 
     def to_json(self) -> str:
         """Canonical JSON: sorted keys, 2-space indent; byte for byte ``json.dumps(..., sort_keys=True,
-        indent=2, ensure_ascii=False)``, with a long ``parts`` list rendered by orjson (:func:`_render_parts`)."""
-        document = self.to_dict()
-        parts = _render_parts(document["parts"])
-        if parts is None:
-            return json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False)
-        document["parts"] = _PARTS_PLACEHOLDER
-        head, _, tail = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False).partition(_PARTS_LINE)
-        return f"{head}{_PARTS_KEY}{parts}{tail}"
+        indent=2, ensure_ascii=False)``, with a long ``parts`` list rendered by orjson (``render_manifest``)."""
+        return render_manifest(self.to_dict())
 
     @classmethod
     def from_json(cls, text: str | bytes, store: Store | None = None, key: str | None = None) -> DatasetManifest:
@@ -449,7 +427,10 @@ class DatasetManifest:
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> DatasetManifest:
         """Build a manifest from parsed JSON; see :meth:`from_json` for errors."""
+        rootless = _rootless(raw)
         for name, typ in _SPEC_FIELDS.items():
+            if rootless and name == "parts":
+                continue
             if name not in raw:
                 raise ManifestCorrupted(f"manifest lacks the required field {name!r}", reason=f"missing {name}")
             value = raw[name]
@@ -459,11 +440,11 @@ class DatasetManifest:
                     f"got {type(value).__name__}",
                     reason=f"bad {name}",
                 )
-        parts = raw["parts"]
+        parts = [] if rootless else raw["parts"]
         try:
             joined = "\n".join(parts)
             unique = set(parts)
-            unsafe = _unsafe_paths(joined, unique)
+            unsafe = unsafe_paths(joined, unique)
         except TypeError:  # a part that is not a string
             unsafe, unique = True, set()
         for part in parts if unsafe else ():
@@ -500,7 +481,8 @@ class DatasetManifest:
         if not isinstance(raw_files, list):
             raise ManifestCorrupted("manifest 'files' should be a list", reason="bad files")
         files = _file_entries(raw_files)
-        segments = _segment_refs(raw, format_version, len(parts), len(files))
+        count = raw["part_count"] if rootless else len(parts)
+        segments = segment_refs(raw.get("segments"), count, len(files)) if format_version >= SEGMENTED_FORMAT else ()
         inline = files if format_version >= SEGMENTED_FORMAT else ()
         if inline:
             files = ()
@@ -576,6 +558,11 @@ class DatasetManifest:
         )
         if decoded is not None:
             manifest.__dict__["schema"] = decoded  # the cached_property's slot: decoded once, while validating
+        if rootless:
+            if len({f.path for f in inline}) != len(inline):
+                raise ManifestCorrupted("manifest 'files' lists a path twice", reason="duplicate part")
+            manifest.__dict__["_parts"] = None
+            manifest.__dict__["_part_count"] = raw["part_count"]
         return manifest
 
 
@@ -589,23 +576,21 @@ def _decode_schema(encoded: str) -> pa.Schema:
     return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(encoded, validate=True)))
 
 
-def _segment_refs(raw: dict[str, Any], format_version: int, parts: int, inline: int) -> tuple[SegmentRef, ...]:
-    """The ``segments`` of a format-2 manifest (``()`` for older formats).
+def _rootless(raw: dict[str, Any]) -> bool:
+    """Whether ``raw`` is a format-3 root (no ``parts``; ``part_count`` instead).
 
     Raises:
-        ManifestCorrupted: malformed, or too few entries for the parts.
+        ManifestCorrupted: a format-3 root without a ``part_count`` int, or that lists ``parts``.
     """
-    if format_version < SEGMENTED_FORMAT:
-        return ()
-    listed = raw.get("segments") or []
-    if not isinstance(listed, list):
-        raise ManifestCorrupted("manifest 'segments' should be a list", reason="bad segments")
-    refs = tuple(SegmentRef.from_dict(s) for s in listed)
-    if sum(r.files for r in refs) + inline < parts:
+    version = raw.get("format_version")
+    if type(version) is not int or version < ROOTLESS_FORMAT:
+        return False
+    count = raw.get("part_count")
+    if type(count) is not int or count < 0 or "parts" in raw:
         raise ManifestCorrupted(
-            f"manifest lists {parts} parts but its segments hold fewer entries", reason="missing entry"
+            "a format-3 manifest needs a non-negative 'part_count' and no 'parts'", reason="bad part_count"
         )
-    return refs
+    return True
 
 
 def table_entries(table: pa.Table) -> list[Any]:
@@ -675,4 +660,26 @@ class _Files:
         obj.__dict__["_files"] = tuple(value)
 
 
+class _Parts:
+    """``DatasetManifest.parts``: as given, or (format 3) the paths of the segments' rows, loaded on first use."""
+
+    def __get__(self, obj: DatasetManifest | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        d = obj.__dict__
+        parts = d.get("_parts")
+        if parts is not None:
+            return parts
+        loaded = d.get("_parts_loaded")
+        if loaded is None:
+            loaded = d["_parts_loaded"] = (
+                obj.entry_table().column("path").to_pylist() if obj.segments else [e.path for e in obj.added]
+            )
+        return loaded
+
+    def __set__(self, obj: DatasetManifest, value: list[str] | None) -> None:
+        obj.__dict__["_parts"] = value
+
+
 DatasetManifest.files = _Files()  # type: ignore[assignment]
+DatasetManifest.parts = _Parts()  # type: ignore[assignment]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..format.layout import is_reserved
 from ..manifest import DatasetManifest
 
 
@@ -18,8 +19,10 @@ def not_referenced(paths: Sequence[str], manifest: DatasetManifest) -> list[str]
     if not paths:
         return []
     wanted = set(paths)
-    listed = wanted.intersection(manifest.parts)
-    listed.update(s.path for s in manifest.segments if s.path in wanted)
+    listed = {s.path for s in manifest.segments if s.path in wanted}
+    maybe_parts = {p for p in wanted if p not in listed and not is_reserved(p)}  # a reserved name is never a part
+    if maybe_parts:  # (a format-3 version's parts are loaded from its segments)
+        listed.update(maybe_parts.intersection(manifest.parts))
     return [p for p in paths if p not in listed]
 
 
@@ -29,6 +32,9 @@ def dropped_files(current: DatasetManifest, new: DatasetManifest) -> list[str]:
     comparison, and only the segments merged away are dropped."""
     kept_segments = {s.path for s in new.segments}
     segments = [s.path for s in current.segments if s.path not in kept_segments]
+    adds_to = new.__dict__.get("_adds_to")  # a weak reference to the version an append built on
+    if adds_to is not None and adds_to() is current:  # built by an append on top of current: it only adds files
+        return segments
     count = len(current.parts)
     if list(new.parts[:count]) == list(current.parts):
         return segments

@@ -89,8 +89,9 @@ def obsolete_files(
     if retain == 1:  # no set of every part: one pass over them (an append that only adds files needs none)
         doomed = list(dict.fromkeys([*inherited, *dropped_files(current, new)]))
         return tuple(p for p in not_referenced(doomed, new) if deletable(p))
-    keep = set(new.referenced())
-    keep.update(current.referenced())  # current is retained: its copy is written with this commit
+    # The versions that stay: current is retained (its copy is written with this commit). Their files are
+    # kept; checked only against the few doomed paths, never gathered into a set of every part.
+    kept = [new, current]
     doomed = list(inherited)
     if retain is not None:
         # Versions current.version - retain + 2 .. current.version stay; one drops out.
@@ -98,15 +99,18 @@ def obsolete_files(
         for v in range(max(dropped_version + 1, 1), current.version):
             old = read_version_copy(store, key, v)
             if old is not None:
-                keep.update(old.referenced())
+                kept.append(old)
         if dropped_version >= 1:
             dropped = read_version_copy(store, key, dropped_version)
             if dropped is not None:
                 doomed += [p for p in dropped.referenced() if deletable(p)]
             doomed.append(version_path(dropped_version))  # the one reserved name a commit itself drops
     if retain_for is not None:
-        doomed += _expired(store, key, current, retain_for, keep)
-    return tuple(p for p in dict.fromkeys(doomed) if p not in keep)
+        doomed += _expired(store, key, current, retain_for, set())
+    doomed = list(dict.fromkeys(doomed))
+    for manifest in kept:
+        doomed = not_referenced(doomed, manifest)
+    return tuple(doomed)
 
 
 def _expired(store: Store, key: str, current: DatasetManifest, retain_for: float, keep: set[str]) -> list[str]:

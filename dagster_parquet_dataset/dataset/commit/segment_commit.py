@@ -7,7 +7,7 @@ from typing import Any
 
 from ..format import segments
 from ..format.segments import SegmentRef, entries_table, live_rows, plan_segments, segments_table
-from ..manifest import DatasetManifest, table_entries
+from ..manifest import PARTS_IN_ROOT, ROOTLESS_FORMAT, SEGMENTED_FORMAT, DatasetManifest, table_entries
 
 
 def commit_segments(
@@ -32,9 +32,10 @@ def commit_segments(
     """
     if new.format_version < 2:
         return (), ()
+    listed = new.parts_listed()  # not listed: built on a format-3 version (every row of its segments is live)
     if (new.segments or new.added) and not new.__dict__.get("_files"):  # built on segments, files not given
         base, changed = tuple(new.segments), list(new.added)
-        for ref in base:  # never commit on top of a damaged segment (checked once per store: they never change)
+        for ref in base if listed else ():  # never commit on top of a damaged segment (checked once per store)
             segments.load_segment(store, key, ref)
     else:
         base, changed = (), list(new.files)
@@ -44,11 +45,20 @@ def commit_segments(
             fresh = [e for e in changed if before.get(e.path) != e]
             if 2 * len(fresh) <= len(changed):
                 base, changed = tuple(current.segments), fresh
-    live = len(new.parts)
+    live = new.part_count()
     dead = sum(s.files for s in base) + len(changed) - live
-    if base and dead > max(live, segments.MIN_DEAD):  # consolidate: one segment (or none) of the live entries
+    # A format-3 root (more than PARTS_IN_ROOT parts) does not list its parts: its segments hold no dead row.
+    if base and (dead > max(live, segments.MIN_DEAD) or (dead and live > PARTS_IN_ROOT)):
         whole = live_rows(segments_table(store, key, base, entries_table(changed, new.schema)), new.parts, key)
-        base, changed = (), table_entries(whole)
+        base, changed, dead = (), table_entries(whole), 0
     if segments.fits_inline(changed):
         return base, tuple(changed)
-    return plan_segments(store, key, base, entries_table(changed, new.schema), new.parts, name=name, record=record), ()
+    fresh_table = entries_table(changed, new.schema)
+    parts = new.parts if dead > 0 else None
+    return plan_segments(store, key, base, fresh_table, parts, name=name, record=record), ()
+
+
+def root_format(new: DatasetManifest) -> int:
+    """The ``format_version`` of ``new`` (format 2 or later, its segments planned by :func:`commit_segments`):
+    :data:`ROOTLESS_FORMAT` above :data:`PARTS_IN_ROOT` parts, else :data:`SEGMENTED_FORMAT`."""
+    return ROOTLESS_FORMAT if new.part_count() > PARTS_IN_ROOT else SEGMENTED_FORMAT

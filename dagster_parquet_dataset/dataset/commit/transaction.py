@@ -57,7 +57,7 @@ from ..format.layout import (
     version_path,
 )
 from ..format.segments import SEGMENTS_DIR, SegmentGone
-from ..manifest import DatasetManifest
+from ..manifest import SEGMENTED_FORMAT, DatasetManifest
 from .conditional import put_if_absent, read_raw, swap_manifest
 from .nested import deletable, outside_nested
 from .new_version import new_txn
@@ -65,7 +65,7 @@ from .owner import check_expect_owner, check_owner
 from .referenced import not_referenced
 from .retention import obsolete_files, read_version_copy, version_copies
 from .retry import Backoff
-from .segment_commit import commit_segments
+from .segment_commit import commit_segments, root_format
 from .tombstone import is_tombstone, swap_in_tombstone
 
 log = logging.getLogger(__name__)
@@ -475,6 +475,8 @@ class Transaction:
         segments, inline = commit_segments(self.store, self.key, new, current, self._segment_name, record)
         if segments or new.added or new.segments:
             new = new.evolve(segments=segments, added=inline)
+        if new.format_version >= SEGMENTED_FORMAT:
+            new = new.evolve(format_version=root_format(new))
         return new.evolve(
             version=version,
             obsolete=obsolete_files(self.options, self.key, new, current),

@@ -33,6 +33,7 @@ from ...errors import ManifestCorrupted, NotFound
 from ...storage.base import Store, validate_key
 from ..expressions.segment_pruning import pruning_columns
 from .layout import MANIFEST_NAME, SEGMENTS_DIR
+from .manifest_json import fast_dumps
 
 #: Trailing segments are merged while the one before the last holds at most this many times the last's rows.
 _MERGE_RATIO = 2
@@ -82,15 +83,22 @@ class SegmentRef:
     rows: int
     size_bytes: int
     sha256: str
+    bounds: tuple[tuple[str, Any, Any], ...] = ()
+    """``(column, min, max)`` over every entry of the segment, for its integer (and timestamp) and string
+    pruning columns without an unknown bound: a filter opens only the segments whose range it may hit."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "path": self.path,
             "files": self.files,
             "rows": self.rows,
             "size_bytes": self.size_bytes,
             "sha256": self.sha256,
         }
+        if self.bounds:
+            out["min"] = {c: lo for c, lo, _hi in self.bounds}
+            out["max"] = {c: hi for c, _lo, hi in self.bounds}
+        return out
 
     @classmethod
     def from_dict(cls, raw: Any) -> SegmentRef:
@@ -100,7 +108,73 @@ class SegmentRef:
         if not ok or not all(type(v) is int and v >= 0 for v in ints):
             raise ManifestCorrupted(f"manifest segment {raw!r} is malformed", reason="bad segments")
         check_segment_path(raw["path"])
-        return cls(raw["path"], ints[0], ints[1], ints[2], raw["sha256"])
+        lows, highs = raw.get("min") or {}, raw.get("max") or {}
+        if not (isinstance(lows, dict) and isinstance(highs, dict) and lows.keys() == highs.keys()) or not all(
+            type(v) in (int, str) for v in (*lows.values(), *highs.values())
+        ):
+            raise ManifestCorrupted(f"manifest segment {raw['path']!r} has malformed bounds", reason="bad segments")
+        bounds = tuple((c, lows[c], highs[c]) for c in lows)
+        return cls(raw["path"], ints[0], ints[1], ints[2], raw["sha256"], bounds)
+
+
+#: Pruning column types whose bounds a segment reference records (as JSON ints and strings).
+_BOUND_TYPES = (pa.int64(), pa.string())
+
+
+def segment_bounds(table: pa.Table) -> tuple[tuple[str, Any, Any], ...]:
+    """``(column, min, max)`` of ``table``'s (a segment table's) integer and string pruning columns
+    whose bounds are known for every row."""
+    out = []
+    for name in table.column_names:
+        if not name.startswith("min:") or f"max:{name[4:]}" not in table.column_names:
+            continue
+        lows, highs = table.column(name), table.column(f"max:{name[4:]}")
+        if lows.type not in _BOUND_TYPES or lows.type != highs.type or lows.null_count or highs.null_count:
+            continue
+        if table.num_rows:
+            out.append((name[4:], pc.min(lows).as_py(), pc.max(highs).as_py()))
+    return tuple(out)
+
+
+def refs_might_match(refs: Sequence[SegmentRef], dnf: Any) -> list[bool]:
+    """Per segment of ``refs``, whether it may hold an entry of a file matching ``dnf`` (by its
+    ``bounds``; conservative: a segment without a column's bounds may)."""
+    from ..expressions.segment_pruning import might_match_mask
+
+    if not refs:
+        return []
+    columns: dict[str, tuple[pa.DataType, list[Any], list[Any]]] = {}
+    for i, ref in enumerate(refs):
+        for name, lo, hi in ref.bounds:
+            typ = pa.int64() if type(lo) is int and type(hi) is int else pa.string()
+            slot = columns.setdefault(name, (typ, [None] * len(refs), [None] * len(refs)))
+            if slot[0] == typ:
+                slot[1][i], slot[2][i] = lo, hi
+    arrays: dict[str, pa.Array] = {"path": pa.array([r.path for r in refs])}
+    for name, (typ, lows, highs) in columns.items():
+        try:
+            arrays[f"min:{name}"], arrays[f"max:{name}"] = pa.array(lows, typ), pa.array(highs, typ)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            continue
+    mask = might_match_mask(pa.table(arrays), dnf)
+    return [True] * len(refs) if mask is None else [bool(v) for v in mask.to_pylist()]
+
+
+def segment_refs(listed: Any, parts: int, inline: int) -> tuple[SegmentRef, ...]:
+    """The references of a root's ``segments`` (``listed``) for ``parts`` parts, ``inline`` entries in the root.
+
+    Raises:
+        ManifestCorrupted: malformed, or too few entries for the parts.
+    """
+    listed = listed or []
+    if not isinstance(listed, list):
+        raise ManifestCorrupted("manifest 'segments' should be a list", reason="bad segments")
+    refs = tuple(SegmentRef.from_dict(s) for s in listed)
+    if sum(r.files for r in refs) + inline < parts:
+        raise ManifestCorrupted(
+            f"manifest lists {parts} parts but its segments hold fewer entries", reason="missing entry"
+        )
+    return refs
 
 
 def check_segment_path(path: str) -> None:
@@ -144,9 +218,14 @@ def entries_table(entries: Sequence[Any], schema: pa.Schema | None = None) -> pa
 
 def fits_inline(entries: Sequence[Any]) -> bool:
     """Whether ``entries`` (``FileEntry`` objects) may stay in the root's ``files``: at most
-    ``INLINE_ENTRIES`` of them, whose JSON (as the root writes it) totals at most ``INLINE_BYTES``."""
+    ``INLINE_ENTRIES`` of them, whose compact JSON totals at most ``INLINE_BYTES``."""
     if len(entries) > INLINE_ENTRIES:
         return False
+    if fast_dumps is not None:  # one C-speed pass (json.dumps per entry cost an append 20 ms at 500 entries)
+        try:
+            return len(fast_dumps([e.to_dict() for e in entries])) <= INLINE_BYTES
+        except TypeError:  # orjson.JSONEncodeError: e.g. an integer beyond 64 bits
+            pass
     total = 0
     for entry in entries:
         total += len(json.dumps(entry.to_dict(), ensure_ascii=False, allow_nan=True)) + 2
@@ -302,6 +381,22 @@ def live_rows(table: pa.Table, parts: Sequence[str], key: str) -> pa.Table:
     return reversed_rows.take(index)
 
 
+def all_live(table: pa.Table, count: int, key: str) -> pa.Table:
+    """``table`` (every row of a format-3 version's segments and inline entries), checked to hold
+    ``count`` distinct paths.
+
+    Raises:
+        ManifestCorrupted: it holds another number of rows, or a path twice.
+    """
+    if table.num_rows != count or pc.count_distinct(table.column("path")).as_py() != count:
+        raise ManifestCorrupted(
+            f"dataset {key!r}: the manifest records {count} parts, its segments hold {table.num_rows} entries "
+            "(or a path twice)",
+            reason="missing entry",
+        )
+    return table
+
+
 # ---------------------------------------------------------------------- writing
 
 
@@ -313,7 +408,8 @@ def write_segment(store: Store, key: str, relative: str, table: pa.Table) -> Seg
     store.write_bytes(f"{key}/{relative}", data)
     _remember(store, f"{key}/{relative}", table)
     rows = pc.sum(table.column("row_count")).as_py() or 0
-    return SegmentRef(relative, table.num_rows, rows, len(data), hashlib.sha256(data).hexdigest())
+    digest = hashlib.sha256(data).hexdigest()
+    return SegmentRef(relative, table.num_rows, rows, len(data), digest, segment_bounds(table))
 
 
 def _compact_rows(table: pa.Table, live: set[str]) -> pa.Table:
@@ -330,13 +426,14 @@ def plan_segments(
     key: str,
     base: Sequence[SegmentRef],
     fresh: pa.Table | None,
-    parts: Sequence[str],
+    parts: Sequence[str] | None,
     *,
     name: Callable[[], str],
     record: Callable[[str], None],
 ) -> tuple[SegmentRef, ...]:
     """The segments of a new version: ``base`` (inherited), plus one segment of ``fresh`` (rows for
-    new or changed entries), then merged so that their number stays logarithmic.
+    new or changed entries), then merged so that their number stays logarithmic. ``parts``: the new
+    version's parts (rows of other paths are dropped when segments merge), ``None`` when every row is live.
 
     Every segment written gets a name from ``name`` and is passed to ``record`` before it is written.
     """
@@ -355,5 +452,5 @@ def plan_segments(
             segments.append(write(fresh))
         else:
             merged = _concat(tail)
-            segments.append(write(_compact_rows(merged, set(parts))))
+            segments.append(write(merged if parts is None else _compact_rows(merged, set(parts))))
     return tuple(segments)

@@ -28,6 +28,7 @@ from ..expressions.filters import filter_columns, normalize_filters, to_expressi
 from ..expressions.pruning import plan_files, residual_filters
 from ..expressions.segment_pruning import might_match_mask
 from ..format.partition import add_partition_columns
+from ..format.segments import entries_table, refs_might_match, segments_table
 from ..format.values import decode_value
 from ..manifest import DatasetManifest, FileEntry, table_entries
 from .parallel import parallel_map
@@ -136,17 +137,40 @@ def _plan_segmented(manifest: DatasetManifest, schema: pa.Schema, dnf: Any) -> R
         ManifestCorrupted: a segment is missing or damaged.
         ValueError: malformed statistics of a file the vectorized pass kept.
     """
-    table = manifest.entry_table()
+    if manifest.parts_listed() or "_table" in manifest.__dict__:
+        table = manifest.entry_table()
+    else:  # format 3: open only the segments whose bounds the filter may hit (all their rows are live)
+        table = _selected_segments(manifest, dnf)
     mask = might_match_mask(table, dnf)
     kept = pa.array(np.arange(table.num_rows, dtype=np.int64)) if mask is None else pc.indices_nonzero(mask)
     candidates = table_entries(table.take(kept))
     answers = plan_files(dnf, schema, ((e.stats, _constant_values(e), e.row_count) for e in candidates))
     chosen = [i for i, answer in enumerate(answers) if answer is not False]
     selected = tuple(candidates[i] for i in chosen)
+    if table is not manifest.__dict__.get("_table"):
+        chosen_paths = {e.path for e in selected}
+        pruned = LazyEntries(lambda: tuple(e for e in manifest.files if e.path not in chosen_paths))
+        return ReadPlan(manifest.dataset_key, manifest.version, selected, pruned, dnf, manifest)  # type: ignore[arg-type]
     rest = np.ones(table.num_rows, dtype=bool)
     rest[kept.to_numpy()[chosen]] = False
     pruned = LazyEntries(lambda: tuple(table_entries(table.filter(rest))))
     return ReadPlan(manifest.dataset_key, manifest.version, selected, pruned, dnf, manifest)  # type: ignore[arg-type]
+
+
+def _selected_segments(manifest: DatasetManifest, dnf: Any) -> pa.Table:
+    """The rows of a format-3 ``manifest``'s segments that ``dnf`` may hit by their bounds, then its inline
+    entries (all live, in the order of its parts).
+
+    Raises:
+        ManifestCorrupted: a selected segment is missing or damaged.
+    """
+    source = manifest.__dict__.get("_source")
+    if source is None:
+        return manifest.entry_table()  # raises ManifestCorrupted: an unbound manifest cannot load segments
+    store, key = source
+    refs = [r for r, hit in zip(manifest.segments, refs_might_match(manifest.segments, dnf), strict=True) if hit]
+    extra = entries_table(manifest.added, manifest.schema) if manifest.added else None
+    return segments_table(store, key, refs, extra)
 
 
 class LazyEntries(Sequence[FileEntry]):

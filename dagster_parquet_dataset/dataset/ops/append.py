@@ -7,6 +7,7 @@ In-process (:func:`append_dataset`) or with parts written elsewhere
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -95,7 +96,7 @@ def append_builder(
             return make(entries, incoming)
         if latest.partition_by != partition:
             raise CommitConflict(f"dataset {key!r} was repartitioned by a concurrent write; append again")
-        clash = sorted({e.path for e in entries}.intersection(latest.parts))  # no set of the live parts
+        clash = sorted({e.path for e in entries}.intersection(_parts_to_check(latest, entries, pending)))
         if clash:
             raise ValueError(f"part {clash[0]!r} is already listed by the live version of dataset {key!r}")
         schema = append_schema(key, latest, incoming, allow_new_columns)
@@ -103,17 +104,28 @@ def append_builder(
         ours = [replace(f, missing_columns=tuple(n for n in schema.names if n not in incoming.names)) for f in entries]
         if not added and latest.format_version >= SEGMENTED_FORMAT and (latest.segments or latest.added):
             # Only files added: the live segments stay as they are, nothing else is loaded.
-            return make([], schema).evolve(
-                parts=[*latest.parts, *(e.path for e in ours)],
+            made = make([], schema).evolve(
+                parts=[*latest.parts, *(e.path for e in ours)] if latest.parts_listed() else None,
+                part_count=latest.part_count() + len(ours),
                 row_count=latest.row_count + sum(e.row_count or 0 for e in ours),
                 segments=latest.segments,
                 added=(*latest.added, *ours),
                 files=(),
             )
+            made.__dict__["_adds_to"] = weakref.ref(latest)  # only adds files to it (clean-up needs no set of parts)
+            return made
         old = [replace(f, missing_columns=f.missing_columns + tuple(added)) if added else f for f in latest.files]
         return make([*old, *ours], schema)
 
     return build
+
+
+def _parts_to_check(latest: DatasetManifest, entries: Sequence[FileEntry], pending: PendingWrite) -> Sequence[str]:
+    """The live parts an append's new files could clash with: all of them, or (a format-3 version, whose
+    parts are in its segments) none when every new file carries this write's token, which no other write uses."""
+    if latest.parts_listed() or not all(pending.txn in e.path.rpartition("/")[2] for e in entries):
+        return latest.parts
+    return ()
 
 
 def _begin(

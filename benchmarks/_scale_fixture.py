@@ -48,8 +48,12 @@ def _entry(i: int, token: str) -> FileEntry:
 
 
 def chunk_sizes(files: int) -> list[int]:
-    """Halving segment sizes, then at most ``INLINE_ENTRIES`` inline (the last item)."""
+    """Segment sizes as the merge policy leaves them (full segments of ``SEGMENT_ROWS``, then a halving
+    tail), then at most ``INLINE_ENTRIES`` inline (the last item)."""
     sizes, rest = [], files
+    while rest > seg.SEGMENT_ROWS + seg.INLINE_ENTRIES:
+        sizes.append(seg.SEGMENT_ROWS)
+        rest -= seg.SEGMENT_ROWS
     while rest > seg.INLINE_ENTRIES:
         size = max(rest // 2, seg.INLINE_ENTRIES) if rest > 2 * seg.INLINE_ENTRIES else rest - seg.INLINE_ENTRIES // 2
         sizes.append(size)

@@ -118,3 +118,20 @@ def test_a_spec_042_reader_refuses_a_format_3_root_with_a_clear_error(tmp_path: 
     assert theirs.read_dataset("small").num_rows == 50
     with pytest.raises(RemoteManifestCorrupted, match="missing required fields: parts"):
         theirs.read_dataset("t")
+
+
+def test_segments_hold_at_most_segment_rows_so_a_point_filter_reads_a_bounded_share(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(segments, "SEGMENT_ROWS", 16)
+    ds = ParquetDatasetStore(LocalStore(str(tmp_path)), max_rows_per_file=5)
+    ds.write_dataset(_table(0, 400), "t")  # 80 parts at once
+    _grow(ds, 400, 12)  # 12 more: the inline entries overflow into a segment of their own
+    root = _root(tmp_path)
+    assert root["format_version"] == 3 and max(s["files"] for s in root["segments"]) <= 16
+    assert sum(s["files"] for s in root["segments"]) + len(root["files"]) == 92
+    counting = CountingStore(LocalStore(str(tmp_path)))
+    plan = ParquetDatasetStore(counting).plan_read("t", filters=[("id", "==", 222)])
+    assert [e.row_count for e in plan.selected] == [5]
+    assert len([p for p in counting.reads if "/_segments/" in p]) == 1
+    assert ParquetDatasetStore(LocalStore(str(tmp_path))).read_dataset("t").num_rows == 460

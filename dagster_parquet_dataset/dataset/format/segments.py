@@ -38,6 +38,10 @@ from .manifest_json import fast_dumps
 #: Trailing segments are merged while the one before the last holds at most this many times the last's rows.
 _MERGE_RATIO = 2
 MIN_DEAD = 64
+#: Most entries in one segment: trailing segments merge only up to it, and a larger table is written in
+#: several. A filter whose bounds select one segment then reads at most this many entries, whatever the
+#: table's size (a million-file version lists about 16 full segments and a logarithmic tail).
+SEGMENT_ROWS = 65_536
 #: Bytes of entry JSON a root manifest holds itself (its ``files``) before they move into a segment:
 #: a small dataset (up to a few hundred files with statistics) stays one ``manifest.json``, so a read
 #: needs no segment, and an append to a large one writes a segment every few dozen commits.
@@ -432,25 +436,29 @@ def plan_segments(
     record: Callable[[str], None],
 ) -> tuple[SegmentRef, ...]:
     """The segments of a new version: ``base`` (inherited), plus one segment of ``fresh`` (rows for
-    new or changed entries), then merged so that their number stays logarithmic. ``parts``: the new
+    new or changed entries), then merged (up to ``SEGMENT_ROWS`` entries) so that their number stays
+    about files / ``SEGMENT_ROWS`` plus a logarithmic tail. ``parts``: the new
     version's parts (rows of other paths are dropped when segments merge), ``None`` when every row is live.
 
     Every segment written gets a name from ``name`` and is passed to ``record`` before it is written.
     """
     segments = list(base)
 
-    def write(table: pa.Table) -> SegmentRef:
-        relative = name()
-        record(relative)
-        return write_segment(store, key, relative, table)
+    def write(table: pa.Table) -> None:
+        for start in range(0, table.num_rows, SEGMENT_ROWS):  # at most SEGMENT_ROWS entries per segment
+            relative = name()
+            record(relative)
+            segments.append(write_segment(store, key, relative, table.slice(start, SEGMENT_ROWS)))
 
     if fresh is not None and fresh.num_rows:
         tail: list[pa.Table] = [fresh]
-        while segments and segments[-1].files <= _MERGE_RATIO * sum(t.num_rows for t in tail):
+        rows = fresh.num_rows
+        while segments and segments[-1].files <= _MERGE_RATIO * rows and segments[-1].files + rows <= SEGMENT_ROWS:
             tail.insert(0, load_segment(store, key, segments.pop()))
+            rows += tail[0].num_rows
         if len(tail) == 1:
-            segments.append(write(fresh))
+            write(fresh)
         else:
             merged = _concat(tail)
-            segments.append(write(merged if parts is None else _compact_rows(merged, set(parts))))
+            write(merged if parts is None else _compact_rows(merged, set(parts)))
     return tuple(segments)

@@ -107,3 +107,44 @@ def copy_fixture(files: int, schema: pa.Schema, target: str) -> str:
     with open(manifest, "wb") as out:
         out.write(data)
     return target
+
+
+def build_delta_fixture(files: int, schema: pa.Schema) -> str:
+    """A Delta table whose log adds the same ``files`` entries (with statistics), checkpointed (cached;
+    no data files: like the dataset fixture, it serves table loads, file lists and appends)."""
+    import deltalake
+
+    from dagster_parquet_dataset.dataset.delta.actions import add_action, dumps, metadata_action
+
+    root = os.path.join(CACHE, f"{files}-delta")
+    if os.path.exists(os.path.join(root, "_delta_log", "_last_checkpoint")):
+        return root
+    shutil.rmtree(root, ignore_errors=True)
+    os.makedirs(os.path.join(root, "_delta_log"))
+    now = int(datetime.now(timezone.utc).timestamp() * 1000)
+    head = [  # the protocol convert_to_deltalake writes (deltalake cannot append with inCommitTimestamp)
+        {"commitInfo": {"timestamp": now, "operation": "CONVERT"}},
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        metadata_action(schema, [], id=str(uuid.uuid4()), created_time=now),
+    ]
+    token = uuid.uuid4().hex[:16]
+    with open(os.path.join(root, "_delta_log", f"{0:020d}.json"), "wb") as out:
+        out.write(dumps(head))
+        for start in range(0, files, 10_000):
+            entries = [_entry(i, token) for i in range(start, min(files, start + 10_000))]
+            adds = [add_action(e, schema, [], size=1950, modification_time=now, data_change=True) for e in entries]
+            out.write(dumps(adds))
+    deltalake.DeltaTable(root).create_checkpoint()
+    return root
+
+
+def copy_delta_fixture(files: int, schema: pa.Schema, target: str) -> str:
+    """A private copy of the cached Delta fixture (appends add to it), hard-linking the log files."""
+    source = build_delta_fixture(files, schema)
+    shutil.copytree(source, target, copy_function=os.link)
+    last = os.path.join(target, "_delta_log", "_last_checkpoint")
+    data = open(last, "rb").read()
+    os.unlink(last)
+    with open(last, "wb") as out:
+        out.write(data)
+    return target

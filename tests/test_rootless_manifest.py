@@ -135,3 +135,16 @@ def test_segments_hold_at_most_segment_rows_so_a_point_filter_reads_a_bounded_sh
     assert [e.row_count for e in plan.selected] == [5]
     assert len([p for p in counting.reads if "/_segments/" in p]) == 1
     assert ParquetDatasetStore(LocalStore(str(tmp_path))).read_dataset("t").num_rows == 460
+
+
+@pytest.mark.parametrize("retain_versions", [1, 3])
+def test_an_append_to_a_format_3_version_reads_no_segment_under_any_retention(
+    tmp_path: Path, retain_versions: int
+) -> None:
+    ParquetDatasetStore(LocalStore(str(tmp_path)), max_rows_per_file=5).write_dataset(_table(0, 400), "t")
+    counting = CountingStore(LocalStore(str(tmp_path)))
+    ds = ParquetDatasetStore(counting, retain_versions=retain_versions)
+    end = _grow(ds, 400, 4)
+    assert _root(tmp_path)["format_version"] == 3
+    assert not [p for p in counting.reads if "/_segments/" in p]
+    assert ParquetDatasetStore(LocalStore(str(tmp_path))).read_dataset("t").column("id").to_pylist() == list(range(end))

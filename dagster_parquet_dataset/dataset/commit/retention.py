@@ -103,7 +103,7 @@ def obsolete_files(
         if dropped_version >= 1:
             dropped = read_version_copy(store, key, dropped_version)
             if dropped is not None:
-                doomed += [p for p in dropped.referenced() if deletable(p)]
+                doomed += [p for p in _left_behind(dropped, store, key, current) if deletable(p)]
             doomed.append(version_path(dropped_version))  # the one reserved name a commit itself drops
     if retain_for is not None:
         doomed += _expired(store, key, current, retain_for, set())
@@ -111,6 +111,29 @@ def obsolete_files(
     for manifest in kept:
         doomed = not_referenced(doomed, manifest)
     return tuple(doomed)
+
+
+def _left_behind(
+    old: DatasetManifest,
+    store: Store,
+    key: str,
+    current: DatasetManifest,
+    successor: DatasetManifest | None = None,
+) -> list[str]:
+    """The files of ``old`` that may have gone out of use when the version after it (``successor``, read if
+    not given) replaced it: all it references, or, when ``old`` is a format-3 version (its parts in its
+    segments) and the next version only added files to it (an append), just its segments the next one no
+    longer lists: no set of a million parts for an append's retention. Files still used later are filtered
+    by the caller."""
+    if old.parts_listed():
+        return old.referenced()
+    if successor is None:
+        following = old.version + 1
+        successor = current if following == current.version else read_version_copy(store, key, following)
+    if successor is None or successor.operation != "append" or successor.partition_by != old.partition_by:
+        return old.referenced()
+    listed = {s.path for s in successor.segments}
+    return [s.path for s in old.segments if s.path not in listed]
 
 
 def _expired(store: Store, key: str, current: DatasetManifest, retain_for: float, keep: set[str]) -> list[str]:
@@ -139,6 +162,6 @@ def _expired(store: Store, key: str, current: DatasetManifest, retain_for: float
         old = loaded.get(number) or read_version_copy(store, key, number)
         doomed.append(version_path(number))
         if old is not None:
-            still = set(successor.referenced()) | keep
-            doomed += [p for p in old.referenced() if p not in still and deletable(p)]
+            left = not_referenced(_left_behind(old, store, key, current, successor), successor)
+            doomed += [p for p in left if p not in keep and deletable(p)]
     return doomed

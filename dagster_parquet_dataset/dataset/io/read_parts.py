@@ -143,7 +143,8 @@ def _plan_segmented(manifest: DatasetManifest, schema: pa.Schema, dnf: Any) -> R
         table = _selected_segments(manifest, dnf)
     mask = might_match_mask(table, dnf)
     kept = pa.array(np.arange(table.num_rows, dtype=np.int64)) if mask is None else pc.indices_nonzero(mask)
-    candidates = table_entries(table.take(kept))
+    # ``filter`` works chunk by chunk; ``take`` first concatenated every segment's chunks (0.5 s at 100,000 files).
+    candidates = table_entries(table if mask is None else table.filter(mask))
     answers = plan_files(dnf, schema, ((e.stats, _constant_values(e), e.row_count) for e in candidates))
     chosen = [i for i, answer in enumerate(answers) if answer is not False]
     selected = tuple(candidates[i] for i in chosen)

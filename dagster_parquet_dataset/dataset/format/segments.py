@@ -40,8 +40,8 @@ _MERGE_RATIO = 2
 MIN_DEAD = 64
 #: Most entries in one segment: trailing segments merge only up to it, and a larger table is written in
 #: several. A filter whose bounds select one segment then reads at most this many entries, whatever the
-#: table's size (a million-file version lists about 16 full segments and a logarithmic tail).
-SEGMENT_ROWS = 65_536
+#: table's size (a million-file version lists about 61 full segments and a logarithmic tail).
+SEGMENT_ROWS = 16_384
 #: Bytes of entry JSON a root manifest holds itself (its ``files``) before they move into a segment:
 #: a small dataset (up to a few hundred files with statistics) stays one ``manifest.json``, so a read
 #: needs no segment, and an append to a large one writes a segment every few dozen commits.

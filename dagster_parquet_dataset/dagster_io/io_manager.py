@@ -34,6 +34,7 @@ from . import _ownership as _own
 from . import _presentation as _present
 from . import keys as keys_mod
 from ._asset_data_version import set_output_data_version
+from ._asset_delta import update_asset_table
 from ._handler_base import TypeHandler
 from ._load import NoDataStored, UnsupportedTypeError, input_target, load_input, type_label
 from ._output_metadata import manifest_metadata, output_metadata
@@ -440,7 +441,19 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 (recorded in its manifest); nothing is written.
             RemoteStoreError: the dataset layer failed (e.g. ``CommitConflict``).
             BackfillIncomplete: a single-run backfill committed some partitions and not others.
+
+        With ``delta_log``, a partitioned asset's one Delta table (``<asset>/_delta_log/``) then takes the
+        partitions' new versions (see :mod:`._asset_delta`; a failure there is a warning, never the step's).
         """
+        try:
+            self._handle_output(context, obj)
+        finally:
+            if self.delta_log and context.has_asset_key and context.has_asset_partitions:
+                update_asset_table(
+                    context, self._dataset_store(), prefix=self._prefix or "", key_for=self._asset_key_for_partition
+                )
+
+    def _handle_output(self, context: OutputContext, obj: Any) -> None:
         self._check_executor(context)
         datasets = self._dataset_store()
         what = _ctx.describe_output(context)

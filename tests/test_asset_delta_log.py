@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store, Store
+from dagster_parquet_dataset import DatasetNotFound, LocalStore, ParquetDatasetStore, S3Store, Store
 from dagster_parquet_dataset.storage.base import FileInfo
 from tests._stores import WrappingStore
 
@@ -92,6 +92,17 @@ def test_awkward_partition_values_and_several_dimensions(tmp_path: Path) -> None
     # Delta reads an empty partition value as null (docs/delta.md).
     expected = {("eu", v if v else None, None): n for v, n in values.items()} | {("us", "2024", "v"): 7}
     assert got == expected
+
+
+def test_the_asset_folder_is_still_no_dataset(tmp_path: Path) -> None:
+    """The asset table in the folder above the partitions does not make that folder an incomplete dataset."""
+    datasets = ParquetDatasetStore(LocalStore(str(tmp_path)))
+    _write(datasets, "a", [1])
+    datasets.sync_asset_delta_log(ASSET, columns=["partition"])
+    with pytest.raises(DatasetNotFound, match=r"only holds the nested datasets 'sales/daily/a'"):
+        datasets.read_dataset(ASSET)
+    assert not datasets.dataset_exists(ASSET)
+    assert [d.key for d in datasets.list_datasets()] == [f"{ASSET}/a"]
 
 
 def test_schema_conflicts_are_refused_and_change_nothing(tmp_path: Path) -> None:

@@ -125,7 +125,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             commit that replaced it; 168 (7 days) by default, ``None``: no time limit.
             A version stays while both limits allow; see ``ParquetDatasetStore``.
         delta_log: also keep each dataset's Delta log, so every output is a Delta table too
-            (``ParquetDatasetStore(delta_log=True)``, docs/delta.md).
+            (``ParquetDatasetStore(delta_log=True)``), and each partitioned asset's one Delta table over
+            its partitions (docs/delta.md); the store resource's ``delta_log`` turns it on too.
         preview_rows: rows of each output shown in its ``preview`` output metadata
             (a Markdown table taken from the data as it is written); ``0`` turns it off.
             An asset's ``dagster/column_schema`` column descriptions are written into the
@@ -281,9 +282,14 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 max_rows_per_file=self.max_rows_per_file,
                 retain_versions=self.retain_versions,
                 retain_for=None if self.retain_for_hours is None else timedelta(hours=self.retain_for_hours),
-                delta_log=self.delta_log,
+                delta_log=self.keeps_delta_log,
             )
         return self._datasets
+
+    @property
+    def keeps_delta_log(self) -> bool:
+        """Whether Delta logs are kept: ``delta_log`` here or on the store resource (either turns it on)."""
+        return self.delta_log or self.store_resource.delta_log
 
     @property
     def datasets(self) -> ParquetDatasetStore:
@@ -448,7 +454,7 @@ class RemoteStoreIOManager(ConfigurableIOManager):
         try:
             self._handle_output(context, obj)
         finally:
-            if self.delta_log and context.has_asset_key and context.has_asset_partitions:
+            if self.keeps_delta_log and context.has_asset_key and context.has_asset_partitions:
                 update_asset_table(
                     context, self._dataset_store(), prefix=self._prefix or "", key_for=self._asset_key_for_partition
                 )

@@ -13,9 +13,10 @@ import pytest
 from deltalake import DeltaTable
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, Store
-from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager
+from dagster_parquet_dataset.dagster_io import LocalStoreResource, RemoteStoreIOManager, S3StoreResource
 from dagster_parquet_dataset.dagster_io.resources import StoreResource
 from tests._stores import WrappingStore
+from tests.conftest import make_bucket
 
 DAILY = dg.DailyPartitionsDefinition(start_date="2024-01-01", end_date="2024-02-01")
 
@@ -145,3 +146,32 @@ def test_a_failed_asset_log_write_never_fails_the_run_and_heals(tmp_path: Path, 
     assert DeltaTable(uri).metadata().partition_columns == ["partition"]
     polars = pl.scan_delta(uri, use_pyarrow=True).collect()
     assert _by_day(polars.to_arrow(), "partition") == healed
+
+
+@pytest.mark.timeout(300)
+def test_delta_log_on_the_s3_store_resource_turns_it_on_for_the_io_manager(moto_endpoint: str) -> None:
+    """``S3StoreResource(delta_log=True)``: the IO manager (without its own ``delta_log``) keeps the partition
+    datasets' logs and the asset's one table, on moto S3."""
+    bucket = make_bucket(moto_endpoint)
+
+    @dg.asset(partitions_def=DAILY)
+    def sales(context: dg.AssetExecutionContext) -> pa.Table:
+        return pa.table({"n": [int(context.partition_key[-2:])]})
+
+    resource = S3StoreResource(bucket=bucket, prefix="lake", endpoint_url=moto_endpoint, delta_log=True)
+    manager = RemoteStoreIOManager(store=resource)
+    assert manager.keeps_delta_log and manager.datasets.delta_log
+    for day in ("2024-01-01", "2024-01-02"):
+        assert dg.materialize([sales], resources={"io_manager": manager}, partition_key=day).success
+    options = {
+        "AWS_ENDPOINT_URL": moto_endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": "us-east-1",
+    }
+    partition = DeltaTable(f"s3://{bucket}/lake/sales/2024-01-02", storage_options=options)
+    assert partition.to_pyarrow_table().column("n").to_pylist() == [2]
+    asset = DeltaTable(f"s3://{bucket}/lake/sales", storage_options=options)
+    assert _by_day(asset.to_pyarrow_table(), "partition") == {"2024-01-01": [1], "2024-01-02": [2]}
+    assert not RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, endpoint_url=moto_endpoint)).keeps_delta_log

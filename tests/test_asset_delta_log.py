@@ -117,6 +117,8 @@ def test_schema_conflicts_are_refused_and_change_nothing(tmp_path: Path) -> None
         datasets.sync_asset_delta_log(ASSET, columns=["day"])
     with pytest.raises(ValueError, match=r"pass columns="):
         datasets.sync_asset_delta_log("other")
+    assert datasets.sync_asset_delta_log("other", columns=["partition"], partitions=["never"]) == -1  # no table
+    assert not list(datasets.store.list_files("other"))
     assert sorted(f.path for f in datasets.store.list_files(f"{ASSET}/_delta_log")) == before
 
 

@@ -167,7 +167,8 @@ def asset_actions(
     now_ms: int,
 ) -> list[dict[str, Any]] | None:
     """The commit that makes the table list exactly the live files of ``sources`` (the other partitions'
-    files stay as they are), or ``None`` when it lists them already.
+    files stay as they are), or ``None`` when it lists them already (or there is no table and no partition
+    dataset to make it from).
 
     Args:
         state: the table as last read (``version`` ``-1``: the commit creates it).
@@ -181,6 +182,8 @@ def asset_actions(
         ValueError: partitions whose schemas cannot be unified, a column Delta cannot hold, or a
             folder that does not have one level per dimension column.
     """
+    if state.version < 0 and all(s.manifest is None for s in sources):
+        return None  # no partition dataset yet: no table either
     depth = len(columns)
     data_schema = _unify(asset, state.data_schema, sources)
     dims = [c for c in columns if c not in data_schema.names]

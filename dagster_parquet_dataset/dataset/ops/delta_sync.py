@@ -29,6 +29,7 @@ from ..delta.checkpoint import checkpoint_bytes
 from ..delta.log_writer import PENDING_DIR, checkpoint_path, commit_path, last_checkpoint_path, list_log
 from ..format.layout import MANIFEST_NAME
 from ..io.key_checks import check_key_fits
+from ..io.parallel import parallel_map
 from ..manifest import DatasetManifest
 from .listing import list_datasets
 from .read import committed_manifest
@@ -175,7 +176,8 @@ def sync_asset_delta_log(
         chosen += [p for p in dict.fromkeys(markers.values()) if p not in chosen]
         for p in chosen:
             dimension_values(p, len(names))
-        sources = [PartitionSource(p, _live_or_none(store, f"{folder}/{p}")) for p in chosen]
+        found = parallel_map(lambda p: _live_or_none(store, f"{folder}/{p}"), chosen)
+        sources = [PartitionSource(p, m) for p, m in zip(chosen, found, strict=True)]
         now = int(time.time() * 1000)
         actions = asset_actions(state, sources, asset=folder, columns=names, size_of=size_of, now_ms=now)
         version = state.version

@@ -80,7 +80,8 @@ class MaintenanceMethods:
         self, folder: str, *, columns: Sequence[str] | None = None, partitions: Sequence[str] | None = None
     ) -> int:
         """Bring the one Delta table over the partition datasets under ``folder`` (a partitioned asset's
-        folder: ``<folder>/_delta_log/``) up to their live manifests; return its Delta version now live.
+        folder: ``<folder>/_delta_log/``) up to their live manifests; return its Delta version now live
+        (``-1``: no table, as no partition dataset exists yet).
 
         The table lists every partition dataset's live files, paths relative to ``folder``; its partition
         columns are ``columns`` (one per folder level of the partition datasets, a value being its folder

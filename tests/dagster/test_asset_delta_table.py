@@ -175,3 +175,21 @@ def test_delta_log_on_the_s3_store_resource_turns_it_on_for_the_io_manager(moto_
     asset = DeltaTable(f"s3://{bucket}/lake/sales", storage_options=options)
     assert _by_day(asset.to_pyarrow_table(), "partition") == {"2024-01-01": [1], "2024-01-02": [2]}
     assert not RemoteStoreIOManager(store=S3StoreResource(bucket=bucket, endpoint_url=moto_endpoint)).keeps_delta_log
+
+
+def test_a_multi_partitioned_asset_has_one_column_per_dimension(tmp_path: Path, instance: dg.DagsterInstance) -> None:
+    partitions = dg.MultiPartitionsDefinition({"region": dg.StaticPartitionsDefinition(["eu", "us"]), "day": DAILY})
+
+    @dg.asset(partitions_def=partitions)
+    def sales(context: dg.AssetExecutionContext) -> pa.Table:
+        keys = context.partition_key.keys_by_dimension
+        return pa.table({"n": [int(keys["day"][-2:]) * (1 if keys["region"] == "eu" else 100)]})
+
+    manager = RemoteStoreIOManager(store=LocalStoreResource(root=str(tmp_path)), delta_log=True)
+    for region, day in (("eu", "2024-01-01"), ("us", "2024-01-01"), ("us", "2024-01-02")):
+        key = dg.MultiPartitionKey({"region": region, "day": day})
+        assert dg.materialize([sales], resources={"io_manager": manager}, instance=instance, partition_key=key).success
+    table = DeltaTable(str(tmp_path / "sales"))
+    assert table.metadata().partition_columns == ["day", "region"]  # folder order: dimensions sorted by name
+    rows = sorted((r["region"], r["day"], r["n"]) for r in table.to_pyarrow_table().to_pylist())
+    assert rows == [("eu", "2024-01-01", 1), ("us", "2024-01-01", 100), ("us", "2024-01-02", 200)]

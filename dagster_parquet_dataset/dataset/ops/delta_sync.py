@@ -7,7 +7,6 @@ import json
 import time
 import uuid
 from collections.abc import Sequence
-from urllib.parse import quote, unquote
 
 from ...errors import CommitConflict, NotFound
 from ...storage.base import Capability, Store
@@ -54,7 +53,7 @@ def sync_delta_log(options: DatasetOptions, key: str) -> int:
 
 # ------------------------------------------------------------------ one Delta table per partitioned asset
 
-#: Suffix of the markers naming a partition whose update of the asset table may not have landed yet.
+#: Suffix of the markers naming partitions (a JSON list) whose update of the asset table may not have landed yet.
 _PENDING = ".pending"
 
 #: Attempts at the asset log's next version before giving up (each conflict re-reads the log and the manifests).
@@ -74,14 +73,22 @@ def _live_or_none(store: Store, key: str) -> DatasetManifest | None:
     return None if manifest.operation == TOMBSTONE_OPERATION else manifest
 
 
-def _pending_markers(store: Store, folder: str) -> dict[str, str]:
-    """The partitions handed over to the next update of the asset table: marker path -> partition folder."""
-    found: dict[str, str] = {}
+def _pending_markers(store: Store, folder: str) -> dict[str, list[str]]:
+    """The partitions handed over to the next update of the asset table: marker path -> partition folders.
+
+    A marker that vanished meanwhile (another update took it) or does not parse is left out.
+    """
+    found: dict[str, list[str]] = {}
     prefix = f"{folder}/{PENDING_DIR}/"
     for info in store.list_files(f"{folder}/{PENDING_DIR}"):
-        name = info.path[len(prefix) :]
-        if "/" not in name and name.endswith(_PENDING) and "." in name[: -len(_PENDING)]:
-            found[info.path] = unquote(name[: -len(_PENDING)].rsplit(".", 1)[0])
+        if "/" in info.path[len(prefix) :] or not info.path.endswith(_PENDING):
+            continue
+        try:
+            folders = json.loads(store.read_bytes(info.path))
+        except (NotFound, ValueError):
+            continue
+        if isinstance(folders, list) and all(isinstance(f, str) for f in folders):
+            found[info.path] = folders
     return found
 
 
@@ -144,7 +151,8 @@ def sync_asset_delta_log(
         CapabilityNotSupported: the store cannot put-if-absent or list.
         ValueError: bad ``columns`` or ``partitions``, schemas that cannot be one table, a column Delta cannot hold.
         CommitConflict: :data:`ASSET_LOG_ATTEMPTS` attempts all lost to other writers.
-        OSError / ManifestCorrupted: the store failed or a manifest is unreadable; nothing was written.
+        OSError / ManifestCorrupted: the store failed or a manifest is unreadable; the table is as it was
+            (a hand-over marker of ``partitions`` may stay, for the next update to take them).
     """
     store = options.store
     check_key_fits(store, folder)
@@ -158,12 +166,13 @@ def sync_asset_delta_log(
             sizes[path] = store.size(f"{folder}/{path}")
         return sizes[path]
 
-    if partitions is not None:
-        given = list(dict.fromkeys(partitions))
+    given = list(dict.fromkeys(partitions or ()))
+    if given:
         for p in given:
             dimension_values(p, len(columns) if columns is not None else p.count("/") + 1)
-        for p in given:  # handed over first: if this call fails, the next update of the table takes them
-            store.write_bytes(f"{folder}/{PENDING_DIR}/{quote(p, safe='')}.{uuid.uuid4().hex}{_PENDING}", b"")
+        # Handed over first (one marker for them all): if this call fails, the next update of the table takes them.
+        marker = f"{folder}/{PENDING_DIR}/{uuid.uuid4().hex}{_PENDING}"
+        store.write_bytes(marker, json.dumps(given, ensure_ascii=False).encode("utf-8"))
     markers = _pending_markers(store, folder)
     for _ in range(ASSET_LOG_ATTEMPTS):
         state = _read_asset_state(store, folder)
@@ -173,7 +182,7 @@ def sync_asset_delta_log(
             chosen = sorted({p for p in listed if p.count("/") == len(names) - 1} | state.folders(len(names)))
         else:
             chosen = list(given)
-        chosen += [p for p in dict.fromkeys(markers.values()) if p not in chosen]
+        chosen += [p for p in dict.fromkeys(f for fs in markers.values() for f in fs) if p not in chosen]
         for p in chosen:
             dimension_values(p, len(names))
         found = parallel_map(lambda p: _live_or_none(store, f"{folder}/{p}"), chosen)

@@ -100,6 +100,6 @@ class MaintenanceMethods:
             ValueError: a bad ``folder``, ``columns`` (unset with no table yet, or other than the table's) or
                 partition folder; partitions whose column types differ; a column Delta cannot hold.
             CommitConflict: other writers kept winning the table's next version (nothing of this call landed).
-            OSError / ManifestCorrupted: the store failed or a manifest is unreadable; nothing was written.
+            OSError / ManifestCorrupted: the store failed or a manifest is unreadable; the table is as it was.
         """
         return delta_sync.sync_asset_delta_log(self._options, self._key(folder), columns=columns, partitions=partitions)

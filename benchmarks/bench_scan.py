@@ -51,7 +51,11 @@ from bench_table_features import make_table, start_moto  # noqa: E402
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store  # noqa: E402
 from dagster_parquet_dataset.dataset import manifest as manifest_module  # noqa: E402
-from dagster_parquet_dataset.dataset.io.read_parts import plan  # noqa: E402
+
+try:  # the package's layout since issue 25; compare_revisions.py may run an older revision's
+    from dagster_parquet_dataset.dataset.io.read_parts import plan
+except ImportError:
+    from dagster_parquet_dataset.dataset._read import plan  # type: ignore[no-redef]
 from dagster_parquet_dataset.dataset.manifest import DatasetManifest, FileEntry, encode_schema, schema_hash  # noqa: E402
 
 _CHILD = {

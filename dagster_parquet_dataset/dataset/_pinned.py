@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import validate_key
@@ -88,9 +88,7 @@ class PinnedDatasets(ParquetDatasetStore):
     @property
     def unpinned(self) -> ParquetDatasetStore:
         """The same store and options, reading every manifest afresh."""
-        plain = ParquetDatasetStore.__new__(ParquetDatasetStore)
-        plain.__dict__.update({k: v for k, v in vars(self).items() if k != "pins"})
-        return plain
+        return _view(ParquetDatasetStore, self)
 
     def read_manifest(self, key: str, *, version: int | None = None, as_of: datetime | None = None) -> DatasetManifest:
         """As :meth:`ParquetDatasetStore.read_manifest`; a pinned key's latest is its pinned manifest.
@@ -151,8 +149,7 @@ def pin_manifests(datasets: ParquetDatasetStore, committed: CommittedManifests) 
     """
     if not isinstance(committed, CommittedManifests):
         raise TypeError(f"committed must come from read_committed_manifests, got {type(committed).__name__}")
-    pinned = PinnedDatasets.__new__(PinnedDatasets)
-    pinned.__dict__.update({k: v for k, v in vars(datasets).items() if k != "pins"})
+    pinned = _view(PinnedDatasets, datasets)
     pinned.pins = committed
     return pinned
 
@@ -193,7 +190,16 @@ def write_from_live(datasets: ParquetDatasetStore, live: LiveVersion) -> LiveDat
     """
     if not isinstance(live, LiveVersion):
         raise TypeError(f"live must come from read_live, got {type(live).__name__}")
-    view = LiveDatasets.__new__(LiveDatasets)
-    view.__dict__.update({k: v for k, v in vars(datasets).items() if k not in ("pins", "live")})
+    view = _view(LiveDatasets, datasets)
     view.live = live
+    return view
+
+
+_View = TypeVar("_View", bound=ParquetDatasetStore)
+
+
+def _view(cls: type[_View], datasets: ParquetDatasetStore) -> _View:
+    """A ``cls`` with ``datasets``' store and options (no I/O), without another view's pins or live version."""
+    view = cls.__new__(cls)
+    view.__dict__.update({k: v for k, v in vars(datasets).items() if k not in ("pins", "live")})
     return view

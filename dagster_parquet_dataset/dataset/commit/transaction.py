@@ -54,7 +54,6 @@ from ..format.layout import (
     is_spec_name,
     part_name,
     single_name,
-    version_path,
 )
 from ..format.segments import SEGMENTS_DIR, SegmentGone
 from ..manifest import DatasetManifest
@@ -63,7 +62,7 @@ from .nested import deletable, outside_nested
 from .new_version import new_txn
 from .owner import check_expect_owner, check_owner
 from .referenced import not_referenced
-from .retention import obsolete_files, read_version_copy, version_copies
+from .retention import keep_version_copy, obsolete_files, read_version_copy, version_copies
 from .retry import Backoff
 from .segment_commit import commit_segments
 from .tombstone import is_tombstone, swap_in_tombstone
@@ -398,8 +397,8 @@ class Transaction:
                 except SegmentGone:
                     candidate = None  # a commit replaced `current` and its segments went: build on the new version
             if candidate is not None and current is not None and self.options.retain_versions != 1:
-                # Keep the replaced version readable: its manifest moves into _versions/.
-                self.store.write_bytes(f"{key}/{version_path(current.version)}", current.to_json().encode("utf-8"))
+                # Keep the replaced version readable: its manifest moves into _versions/ (once per version).
+                keep_version_copy(self.store, key, current)
             unsure: BaseException | None = None
             self._sent_against, self._in_flight = token, candidate is not None
             try:

@@ -31,8 +31,9 @@ Rules it enforces:
   that lost the race to another owner gives up (:class:`OwnerMismatch`).
 - After a conflict that broke the lineage (the dataset was deleted or replaced
   meanwhile), the writer checks its parts still exist before committing them.
-- A first write (no manifest when it began) lists its parts once after its swap: if a whole ``delete_dataset``
-  took them, it swaps in a tombstone while its version (or one built on it) is live, and raises CommitConflict.
+- A first write (no manifest, or a delete's tombstone, when it began) lists its parts once after its swap: if a
+  ``delete_dataset`` took them, it swaps in a tombstone while its version (or one built on it) is live, and raises
+  CommitConflict.
 """
 
 from __future__ import annotations
@@ -328,7 +329,7 @@ class Transaction:
         if self.recognised:
             self.abandon()
             return committed
-        if self.pending.token is None and self.created and self._missing_parts(quiet=True):
+        if self.pending.current is None and self.created and self._missing_parts(quiet=True):
             self._take_back(committed)  # raises, unless a later commit or delete replaced it already
             return committed
         self._finish(committed)

@@ -59,13 +59,16 @@ def delete_dataset(options: DatasetOptions, key: str) -> None:
             store.delete(info.path, missing_ok=True)
     if token is not None and read_raw(store, key)[1] != token:
         return  # a writer committed on top of the tombstone: its dataset stays
-    if [f.path for f in own_files(store, key)] != [manifest_path]:
-        if token is None:
-            store.delete(manifest_path, missing_ok=True)  # no tombstone: a writer's file, who will find it gone
+    left = list(store.list_files(key))
+    if [f.path for f in left] != [manifest_path]:
+        ours = [f for f in own_files(store, key) if f.path != manifest_path]
+        if token is None or not ours:
+            # A nested dataset's files (they stay), or, without a tombstone, a writer's who will find them gone.
+            store.delete(manifest_path, missing_ok=True)
         # Else a writer published a file after the listing above: the tombstone stays, so the key reads as
         # absent (never "incomplete"). That writer's commit loses to the tombstone and removes its own files
         # (it began before the delete), or replaces the tombstone (it began on it); the next write or delete
-        # of the key replaces it. Or only a nested dataset's files remain (they stay, and so does the marker).
+        # of the key replaces it.
         return
     for _ in range(_ROUNDS):
         try:

@@ -685,9 +685,11 @@ class ParquetDatasetStore(MaintenanceMethods):
     def delete_dataset(self, key: str) -> None:
         """Delete the dataset ``key`` and every file under its folder (PDS-010), as a commit.
 
-        ``_SUCCESS`` goes first (readers see the dataset absent), then a tombstone manifest is swapped in, so
-        the delete is ordered with every other commit, then the dataset's files, then the tombstone. Files of
-        a dataset nested in its folder are kept.
+        A tombstone manifest is swapped in first (from then on readers see the dataset absent, and the
+        delete is ordered with every other commit), then ``_SUCCESS`` goes, then the files that were there
+        when the tombstone landed, then the tombstone with the folder. A file a writer publishes meanwhile
+        keeps the tombstone in place, so the key reads as absent, never incomplete. Files of a dataset
+        nested in its folder are kept. See ``docs/guarantees.md`` for the races with writers.
 
         Raises:
             NotFound / CapabilityNotSupported: nothing is stored under ``key`` / the store cannot delete or list.

@@ -10,7 +10,7 @@ from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDataset
 from ..errors import NotFound
 from ._assets import asset_table, assets_of, dataset_table, prefix_summary
 from ._filter_args import describe_filter
-from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, table
+from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, short_run_id, table
 from ._head import cmd_head
 from ._maintenance_commands import cmd_compact, cmd_sync_delta_log, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
@@ -197,7 +197,7 @@ def cmd_history(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
             human_count(d["rows"]),
             human_count(d["files"]),
             human_bytes(d["bytes"]),
-            d["run_id"] or "-",
+            short_run_id(d["run_id"]),
         ]
         for d in documents
     ]

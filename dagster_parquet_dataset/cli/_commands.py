@@ -14,7 +14,7 @@ from ._format import age_seconds, human_age, human_bytes, human_count, parse_ins
 from ._head import cmd_head
 from ._maintenance_commands import cmd_compact, cmd_sync_delta_log, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
-from ._targets import list_under, not_found, require_dataset
+from ._targets import OP_OUTPUTS, list_under, not_found, require_dataset
 
 
 def _total_bytes(manifest: DatasetManifest) -> int | None:
@@ -58,7 +58,9 @@ def cmd_ls(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
         text = asset_table(assets)
     counted = plural(len(listings), "dataset")
     if args.assets is not False and len(assets) != len(listings):  # partitions (or op outputs) were grouped
-        counted = f"{plural(len(assets), 'asset')} ({counted})"
+        named = [a for a in assets if a["asset"] != OP_OUTPUTS]
+        grouped = plural(len(named), "asset") + (" and op outputs" if len(named) != len(assets) else "")
+        counted = f"{grouped} ({counted})"
     text += f"\n{counted} under {where}"
     emit(args, document, text)
     return PROBLEMS if broken else OK

@@ -118,3 +118,9 @@ def test_history_shows_short_run_ids_as_ls_does_and_json_the_whole_id(local: Tar
     assert run not in result.stdout and max(len(line) for line in lines) < 100, result.stdout
     document = json.loads(local.cli("history", f"orders/{DAYS[0]}", "--json").stdout)
     assert document["versions"][0]["run_id"] == run
+
+
+def test_ls_counts_op_outputs_apart_from_the_assets(local: Target) -> None:
+    _populate(local)  # assets orders (5 partitions) and customers, and two op outputs: 8 datasets
+    last = local.cli("ls").stdout.splitlines()[-1]
+    assert last.startswith("2 assets and op outputs (8 datasets) under "), last

@@ -57,7 +57,8 @@ def cmd_ls(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     else:
         text = asset_table(assets)
     counted = plural(len(listings), "dataset")
-    if args.assets is not False and len(assets) != len(listings):  # partitions (or op outputs) were grouped
+    grouped_any = len(assets) != len(listings) or any(a["partitions"] is not None for a in assets)
+    if args.assets is not False and grouped_any:  # partitions (or op outputs) were grouped
         named = [a for a in assets if a["asset"] != OP_OUTPUTS]
         grouped = plural(len(named), "asset") + (" and op outputs" if len(named) != len(assets) else "")
         counted = f"{grouped} ({counted})"

@@ -124,3 +124,10 @@ def test_ls_counts_op_outputs_apart_from_the_assets(local: Target) -> None:
     _populate(local)  # assets orders (5 partitions) and customers, and two op outputs: 8 datasets
     last = local.cli("ls").stdout.splitlines()[-1]
     assert last.startswith("2 assets and op outputs (8 datasets) under "), last
+
+
+def test_ls_counts_assets_whose_one_partition_is_stored(local: Target) -> None:
+    for asset in ("clicks", "orders"):  # one day stored of each daily asset: as many assets as datasets
+        local.ds.write_dataset(pa.table({"id": [1]}), f"{asset}/2024-06-01")
+    last = local.cli("ls").stdout.splitlines()[-1]
+    assert last.startswith("2 assets (2 datasets) under "), last

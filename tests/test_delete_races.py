@@ -288,14 +288,17 @@ class _PublishBeforeTheLastCheck(WrappingStore):
                 pq.write_table(NEW, sink)
 
 
-def test_a_part_published_during_the_delete_reads_incomplete_until_written_or_deleted(store: Store) -> None:
+def test_a_part_published_during_the_delete_reads_absent_until_written_or_deleted(store: Store) -> None:
+    # Issue 26 #11's last part: this read DatasetIncomplete (the delete removed its tombstone and left the
+    # writer's part alone in the folder); now the tombstone stays over it and the key reads as absent.
     ds = ParquetDatasetStore(store)
     ds.write_dataset(OLD, "t")
     wrapped = _PublishBeforeTheLastCheck(store)
     ParquetDatasetStore(wrapped).delete_dataset("t")
     assert wrapped.fired
-    assert [f.path for f in store.list_files("t")] == ["t/part-late.parquet"]  # only the writer's part
-    with pytest.raises(DatasetIncomplete, match="has files but no _SUCCESS"):
+    # Only the writer's part, under the delete's tombstone.
+    assert [f.path for f in store.list_files("t")] == ["t/manifest.json", "t/part-late.parquet"]
+    with pytest.raises(DatasetNotFound):
         ds.read_dataset("t")
     assert not ds.dataset_exists("t")
     assert ds.list_datasets() == []

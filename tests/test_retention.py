@@ -3,6 +3,7 @@ commits delete expired versions' files a few versions at a time, ``retain_versio
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import datetime, timedelta
 
 import pyarrow as pa
@@ -11,6 +12,7 @@ import pytest
 from dagster_parquet_dataset import ParquetDatasetStore
 from dagster_parquet_dataset.storage.base import Store
 from dagster_parquet_dataset.storage.memory import MemoryStore
+from tests._stores import InjectedCrash, WrappingStore
 
 
 def _table(n: int) -> pa.Table:
@@ -102,3 +104,52 @@ def test_the_io_manager_threads_retain_for_hours_through() -> None:
     hourly = RemoteStoreIOManager(store=InMemoryStoreResource(), retain_for_hours=1.5, retain_versions=3).datasets
     assert hourly.retain_for == timedelta(hours=1.5) and hourly.retain_versions == 3
     assert RemoteStoreIOManager(store=InMemoryStoreResource(), retain_for_hours=None).datasets.retain_for is None
+
+
+class _RacedOnce(WrappingStore):
+    """The first swap of ``t/manifest.json`` through it is preceded by another writer's append through this very
+    store object (same process), so two writers build on one version."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.raced = False
+
+    def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+        if path == "t/manifest.json" and not self.raced:
+            self.raced = True
+            ParquetDatasetStore(self).append_dataset(_table(7), "t")
+        return super().write_if(path, data, expected=expected)
+
+
+def test_writers_racing_on_one_version_write_its_copy_once(store: Store) -> None:
+    """The default retention's cost under contention: a version's ``_versions/`` copy is written once per
+    process, not once per commit attempt of every writer that built on it."""
+    ParquetDatasetStore(store).write_dataset(_table(1), "t")
+    racing = _RacedOnce(store)
+    ParquetDatasetStore(racing).append_dataset(_table(2), "t")  # loses once to the injected append, then commits
+    copies = Counter(path for op, path in racing.log if op == "write_bytes" and "/_versions/" in path)
+    assert copies == {"t/_versions/00000000000000000001.json": 1, "t/_versions/00000000000000000002.json": 1}
+    ds = ParquetDatasetStore(store)
+    assert sorted(ds.read_dataset("t").column("x").to_pylist()) == [1, 1, 1, 2, 2, 2, 7, 7, 7]
+    assert ds.read_dataset("t", version=1).equals(_table(1))
+
+
+def test_vacuum_keeps_the_live_versions_copy_a_writer_wrote_ahead(store: Store) -> None:
+    """A writer writes the live version's copy before its swap, once per process; a vacuum between that and the
+    commit that replaces the version must not delete it, or the replaced version could not be read."""
+    ParquetDatasetStore(store).write_dataset(_table(1), "t")
+
+    class CrashAtSwap(WrappingStore):
+        def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
+            if path == "t/manifest.json" and not getattr(self, "crashed", False):
+                self.crashed = True
+                raise InjectedCrash("the first swap never happens")
+            return super().write_if(path, data, expected=expected)
+
+    wrapped = CrashAtSwap(store)
+    with pytest.raises(InjectedCrash):
+        ParquetDatasetStore(wrapped).append_dataset(_table(2), "t")  # wrote version 1's copy, then died
+    assert "00000000000000000001.json" in _copies(store)
+    ParquetDatasetStore(store).vacuum("t", grace_period=0)
+    ParquetDatasetStore(wrapped).append_dataset(_table(3), "t")  # this process already wrote version 1's copy
+    assert ParquetDatasetStore(store).read_dataset("t", version=1).equals(_table(1))

@@ -40,7 +40,8 @@ def _check_whole(ids: list[int]) -> None:
 
 @pytest.mark.timeout(240)
 @pytest.mark.parametrize(
-    ("backend", "retention"), [("local", "retain_versions=1"), ("local", "default"), ("s3", "retain_versions=1")]
+    ("backend", "retention"),
+    [("local", "retain_versions=1"), ("local", "default"), ("s3", "retain_versions=1"), ("s3", "default")],
 )
 def test_appends_merges_and_compactions_racing_commit_exactly_once(
     request: pytest.FixtureRequest, tmp_path: object, backend: str, retention: str

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -265,3 +266,13 @@ def test_list_files_reports_modification_time(store: Store) -> None:
     store.write_bytes("t/obj", b"x")
     (info,) = list(store.list_files("t"))
     assert info.modified is not None and before <= info.modified <= time.time() + 5
+
+
+def test_local_delete_folder_of_empty_folders_removes_them_and_says_nothing_was_stored(tmp_path: Path) -> None:
+    store = LocalStore(str(tmp_path))
+    store.write_bytes("d/kept", b"x")
+    os.makedirs(tmp_path / "d" / "staging" / "sub")  # folders whose files were all renamed away
+    with pytest.raises(NotFound):
+        store.delete_folder("d/staging")
+    assert sorted(os.listdir(tmp_path / "d")) == ["kept"]
+    assert store.read_bytes("d/kept") == b"x"

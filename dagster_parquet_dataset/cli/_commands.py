@@ -10,11 +10,11 @@ from ..dataset import DatasetListing, DatasetManifest, FileEntry, ParquetDataset
 from ..errors import NotFound
 from ._assets import asset_table, assets_of, dataset_table, prefix_summary
 from ._filter_args import describe_filter
-from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, table
+from ._format import age_seconds, human_age, human_bytes, human_count, parse_instant, plural, short_run_id, table
 from ._head import cmd_head
 from ._maintenance_commands import cmd_compact, cmd_sync_delta_log, cmd_vacuum, cmd_verify, parsed_filters
 from ._output import OK, PROBLEMS, emit, indent
-from ._targets import list_under, not_found, require_dataset
+from ._targets import OP_OUTPUTS, list_under, not_found, require_dataset
 
 
 def _total_bytes(manifest: DatasetManifest) -> int | None:
@@ -57,8 +57,11 @@ def cmd_ls(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
     else:
         text = asset_table(assets)
     counted = plural(len(listings), "dataset")
-    if args.assets is not False and len(assets) != len(listings):  # partitions (or op outputs) were grouped
-        counted = f"{plural(len(assets), 'asset')} ({counted})"
+    grouped_any = len(assets) != len(listings) or any(a["partitions"] is not None for a in assets)
+    if args.assets is not False and grouped_any:  # partitions (or op outputs) were grouped
+        named = [a for a in assets if a["asset"] != OP_OUTPUTS]
+        grouped = plural(len(named), "asset") + (" and op outputs" if len(named) != len(assets) else "")
+        counted = f"{grouped} ({counted})"
     text += f"\n{counted} under {where}"
     emit(args, document, text)
     return PROBLEMS if broken else OK
@@ -197,7 +200,7 @@ def cmd_history(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
             human_count(d["rows"]),
             human_count(d["files"]),
             human_bytes(d["bytes"]),
-            d["run_id"] or "-",
+            short_run_id(d["run_id"]),
         ]
         for d in documents
     ]

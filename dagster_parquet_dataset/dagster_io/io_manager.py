@@ -40,7 +40,7 @@ from ._load import NoDataStored, UnsupportedTypeError, input_target, load_input,
 from ._output_metadata import manifest_metadata, output_metadata
 from ._registry import HandlerRegistry, default_registry
 from ._special_outputs import output_target, write_backfill, write_none, write_output
-from .options import AS_OF_KEY, ReadOptions, WriteOptions, run_as_of
+from .options import AS_OF_KEY, ReadOptions, WriteOptions, check_config_keys, run_as_of
 from .resources import StoreResource, store_resource_for
 
 __all__ = ["NoDataStored", "ProcessLocalStoreError", "RemoteStoreIOManager", "UnsupportedTypeError"]
@@ -196,6 +196,19 @@ class RemoteStoreIOManager(ConfigurableIOManager):
     _datasets: ParquetDatasetStore | None = PrivateAttr(default=None)
     _prefix: str | None = PrivateAttr(default=None)
     _base_dir_store: StoreResource | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_settings(cls, data: Any) -> Any:
+        """Refuse a setting this IO manager does not have (``mode="append"``, ``root_uri=...``), which
+        pydantic would silently drop.
+
+        Raises:
+            ValueError: naming what to write instead; pydantic reports it as a ``ValidationError``.
+        """
+        if isinstance(data, dict):
+            check_config_keys([k for k in data if isinstance(k, str)], list(cls.model_fields))
+        return data
 
     @field_validator("store", mode="before")
     @classmethod

@@ -135,6 +135,51 @@ PEER_INPUT_KEYS: dict[str, str] = {
 }
 
 
+#: Configuration names of the dagster-deltalake and dagster-polars IO managers that ``RemoteStoreIOManager`` does not
+#: have, with what to write instead; passed to it they fail when the definitions load (:func:`check_config_keys`).
+PEER_CONFIG_KEYS: dict[str, str] = {
+    "mode": "the write mode is per asset: output metadata write_mode ('overwrite', 'append' or 'merge')",
+    "overwrite_schema": "drop it: an overwrite replaces the schema; output metadata allow_new_columns=True lets an "
+    "append add columns",
+    "schema_mode": "output metadata allow_new_columns=True (what schema_mode='merge' does); an overwrite replaces "
+    "the schema",
+    "root_uri": "use base_dir (a local folder or 's3://bucket/prefix') or store=",
+    "storage_options": "use store=S3StoreResource(bucket=..., endpoint_url=..., region=...) or base_dir='s3://...' "
+    "with the AWS environment",
+    "cloud_storage_options": "use store=S3StoreResource(bucket=..., endpoint_url=..., region=...)",
+    "client_options": "use store=S3StoreResource(bucket=..., endpoint_url=..., region=...)",
+    "schema": "use prefix (it goes in front of every dataset key)",
+    "version": "the version to load is per input: input metadata version (or as_of)",
+    "writer_engine": "drop it: pyarrow writes every part",
+    "writer_properties": "use compression and row_group_size",
+    "table_config": "drop it: there is no table configuration (delta_log=True also writes a Delta log)",
+    "custom_metadata": "drop it: the manifest records the run, asset and partition",
+    "extension": "drop it: a dataset is a folder of .parquet parts",
+}
+
+
+def check_config_keys(keys: Sequence[str], known: Sequence[str]) -> None:
+    """Refuse IO manager configuration names it does not have, which pydantic would otherwise ignore.
+
+    Args:
+        keys: the names given to ``RemoteStoreIOManager(...)``.
+        known: its field names.
+
+    Raises:
+        ValueError: a name that is not a field; the message says what to write instead (another IO
+            manager's name, see :data:`PEER_CONFIG_KEYS`, or a misspelt field).
+    """
+    for key in keys:
+        if key in known:
+            continue
+        if key in PEER_CONFIG_KEYS:
+            hint = f"another IO manager's setting: {PEER_CONFIG_KEYS[key]}"
+        else:
+            close = get_close_matches(key.lower(), known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}" if close else "it would be ignored"
+        raise ValueError(f"RemoteStoreIOManager has no setting {key!r}: {hint}. Its settings are {', '.join(known)}")
+
+
 def run_as_of(tags: Mapping[str, str] | None) -> datetime | None:
     """The instant the run tag :data:`AS_OF_TAG` names, as an aware UTC ``datetime`` (``None`` without it).
 

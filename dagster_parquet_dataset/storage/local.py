@@ -10,7 +10,7 @@ import os
 import re
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pyarrow as pa
@@ -67,6 +67,17 @@ def _rmdir(path: str) -> None:
         os.rmdir(path)
     except FileNotFoundError:
         pass
+
+
+def _remove_empty_folders(top: str) -> None:
+    """Remove ``top`` and the folders under it while they hold no file; a folder that gained one stays."""
+    for dirpath, dirnames, _filenames in os.walk(top, topdown=False):
+        for name in dirnames:
+            if not os.path.islink(os.path.join(dirpath, name)):
+                with suppress(OSError):
+                    _rmdir(os.path.join(dirpath, name))
+    with suppress(OSError):
+        _rmdir(top)
 
 
 def _fsync_path(path: str, flags: int = os.O_RDONLY) -> None:
@@ -245,6 +256,8 @@ class LocalStore(Store):
     def delete_folder(self, path: str) -> None:
         full = self._path(path)
         if not os.path.isdir(full) or not any(True for _ in self.list_files(path)):
+            if os.path.isdir(full) and not os.path.islink(full):
+                _remove_empty_folders(full)  # e.g. a Spark write's staging folder its renames emptied
             raise NotFound(f"nothing stored under {path!r} in {self.root!r}")
         for dirpath, dirnames, filenames in os.walk(full, topdown=False):
             for name in filenames:

@@ -106,3 +106,28 @@ def test_ls_prints_one_layout_whatever_the_store(tmp_path: Path) -> None:
     docs = [json.loads(t.cli("ls", "--json").stdout) for t in (plain, assets)]
     assert [sorted(d) for d in docs] == [["assets", "datasets", "store"]] * 2
     assert [a["asset"] for a in docs[0]["assets"]] == ["events", "sales/orders"]
+
+
+def test_history_shows_short_run_ids_as_ls_does_and_json_the_whole_id(local: Target) -> None:
+    runs = _populate(local)
+    run = runs[f"orders/{DAYS[0]}"]
+    result = local.cli("history", f"orders/{DAYS[0]}")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[-2:] == ["RUN", "ID"] and lines[1].split()[-1] == run[:8], result.stdout
+    assert run not in result.stdout and max(len(line) for line in lines) < 100, result.stdout
+    document = json.loads(local.cli("history", f"orders/{DAYS[0]}", "--json").stdout)
+    assert document["versions"][0]["run_id"] == run
+
+
+def test_ls_counts_op_outputs_apart_from_the_assets(local: Target) -> None:
+    _populate(local)  # assets orders (5 partitions) and customers, and two op outputs: 8 datasets
+    last = local.cli("ls").stdout.splitlines()[-1]
+    assert last.startswith("2 assets and op outputs (8 datasets) under "), last
+
+
+def test_ls_counts_assets_whose_one_partition_is_stored(local: Target) -> None:
+    for asset in ("clicks", "orders"):  # one day stored of each daily asset: as many assets as datasets
+        local.ds.write_dataset(pa.table({"id": [1]}), f"{asset}/2024-06-01")
+    last = local.cli("ls").stdout.splitlines()[-1]
+    assert last.startswith("2 assets (2 datasets) under "), last

@@ -70,3 +70,27 @@ def test_an_unsupported_url_fails_the_run_at_its_start(tmp_path: Path, instance:
     assert not result.get_step_success_events()
     failures = [e for e in result.all_events if e.is_failure]
     assert any("gs:// is not a supported store" in str(e.event_specific_data) for e in failures)
+
+
+@pytest.mark.parametrize(
+    ("setting", "meant"),
+    [
+        ({"mode": "append"}, "output metadata write_mode"),  # dagster-polars' PolarsDeltaIOManager(mode=...)
+        ({"root_uri": "lake"}, "use base_dir"),  # dagster-deltalake's
+        ({"overwrite_schema": True}, "allow_new_columns"),
+        ({"version": 3}, "input metadata version"),
+        ({"retain_version": 3}, "did you mean 'retain_versions'"),
+        ({"owner": "team-a"}, "would be ignored"),
+    ],
+)
+def test_a_setting_the_io_manager_does_not_have_fails_when_the_definitions_load(
+    tmp_path: Path, setting: dict[str, object], meant: str
+) -> None:
+    # Before: RemoteStoreIOManager(base_dir=..., mode="append") was accepted and every run overwrote.
+    folder = os.path.join(tmp_path, "lake")
+    with pytest.raises(Exception) as caught:
+        dg.Definitions(assets=[orders], resources={"io_manager": RemoteStoreIOManager(base_dir=folder, **setting)})
+    message = str(caught.value)
+    assert f"RemoteStoreIOManager has no setting {next(iter(setting))!r}" in message and meant in message, message
+    assert "retain_versions" in message  # the settings it has are listed
+    assert not os.path.exists(folder)

@@ -433,3 +433,14 @@ def test_bad_input_is_refused_before_anything_is_written(spark: SparkSession, lo
     with pytest.raises(ValueError, match="dataset key"):
         write_spark_dataset(spark.range(1), local, "../escape")
     assert not os.path.exists(os.path.join(local.store.root, "bad"))
+
+
+@pytest.mark.parametrize("mode", WRITE_MODES)
+def test_a_write_leaves_no_empty_staging_folder(spark: SparkSession, local: ParquetDatasetStore, mode: str) -> None:
+    """On a LocalStore the parts are staged in ``_spark_staging-<token>/`` and renamed out of it; before, the
+    emptied folder of an executor-written (``arrow``) write stayed in the dataset's folder, one more per version."""
+    for _ in range(2):
+        write_spark_dataset(spark.range(0, 10, 1, 2), local, "daily", mode=mode, overwrite=True)
+    folder = os.path.join(local.store.root, "daily")
+    assert not [name for name in os.listdir(folder) if name.startswith("_spark_staging")], os.listdir(folder)
+    assert local.read_dataset("daily").num_rows == 10

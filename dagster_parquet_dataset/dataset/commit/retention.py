@@ -48,6 +48,36 @@ def _remember_not_before(slot: tuple[int, str], when: float) -> None:
     _not_before[slot] = when
 
 
+#: (store object, dataset key, version, write token) of the manifest copies this process wrote: a version's copy
+#: never changes, so racing writers that build on one version write its copy once, not once per attempt (a
+#: deleted dataset's new versions carry new write tokens; ``vacuum`` keeps the live version's copy).
+_copied: set[tuple[int, str, int, str]] = set()
+_COPIED_SIZE = 4096
+
+
+def keep_version_copy(store: Store, key: str, manifest: DatasetManifest) -> None:
+    """Write ``manifest``'s copy into ``_versions/`` (before a commit replaces it), unless this process
+    already wrote this very version's copy (same version number and write token).
+
+    Raises:
+        Whatever the store's ``write_bytes`` raises.
+    """
+    slot = None if manifest.txn is None else (id(store), key, manifest.version, manifest.txn)
+    if slot is not None and slot in _copied:
+        return
+    # Written before the slot is remembered: a writer that skips it knows the copy is there (racing writers of one
+    # process may each write it once, the same bytes).
+    _write_copy(store, key, manifest)
+    if slot is not None:
+        if len(_copied) >= _COPIED_SIZE:
+            _copied.clear()
+        _copied.add(slot)
+
+
+def _write_copy(store: Store, key: str, manifest: DatasetManifest) -> None:
+    store.write_bytes(f"{key}/{version_path(manifest.version)}", manifest.to_json().encode("utf-8"))
+
+
 def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest | None:
     """A retained past version's manifest copy, or ``None`` if it is gone or unreadable."""
     try:

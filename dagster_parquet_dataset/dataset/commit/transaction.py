@@ -31,8 +31,9 @@ Rules it enforces:
   that lost the race to another owner gives up (:class:`OwnerMismatch`).
 - After a conflict that broke the lineage (the dataset was deleted or replaced
   meanwhile), the writer checks its parts still exist before committing them.
-- A first write (no manifest when it began) lists its parts once after its swap: if a whole ``delete_dataset``
-  took them, it swaps in a tombstone while its version (or one built on it) is live, and raises CommitConflict.
+- A first write (no manifest, or a delete's tombstone, when it began) lists its parts once after its swap: if a
+  ``delete_dataset`` took them, it swaps in a tombstone while its version (or one built on it) is live, and raises
+  CommitConflict.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ from ..format.layout import (
     is_spec_name,
     part_name,
     single_name,
-    version_path,
 )
 from ..format.segments import SEGMENTS_DIR, SegmentGone
 from ..manifest import SEGMENTED_FORMAT, DatasetManifest
@@ -63,7 +63,7 @@ from .nested import deletable, outside_nested
 from .new_version import new_txn
 from .owner import check_expect_owner, check_owner
 from .referenced import not_referenced
-from .retention import obsolete_files, read_version_copy, version_copies
+from .retention import keep_version_copy, obsolete_files, read_version_copy, version_copies
 from .retry import Backoff
 from .segment_commit import commit_segments, root_format
 from .tombstone import is_tombstone, swap_in_tombstone
@@ -329,7 +329,7 @@ class Transaction:
         if self.recognised:
             self.abandon()
             return committed
-        if self.pending.token is None and self.created and self._missing_parts(quiet=True):
+        if self.pending.current is None and self.created and self._missing_parts(quiet=True):
             self._take_back(committed)  # raises, unless a later commit or delete replaced it already
             return committed
         self._finish(committed)
@@ -398,8 +398,8 @@ class Transaction:
                 except SegmentGone:
                     candidate = None  # a commit replaced `current` and its segments went: build on the new version
             if candidate is not None and current is not None and self.options.retain_versions != 1:
-                # Keep the replaced version readable: its manifest moves into _versions/.
-                self.store.write_bytes(f"{key}/{version_path(current.version)}", current.to_json().encode("utf-8"))
+                # Keep the replaced version readable: its manifest moves into _versions/ (once per version).
+                keep_version_copy(self.store, key, current)
             unsure: BaseException | None = None
             self._sent_against, self._in_flight = token, candidate is not None
             try:

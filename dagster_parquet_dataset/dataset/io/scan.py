@@ -120,6 +120,34 @@ def _snapshot(store: Store, parts: Sequence[_Part]) -> pafs.FileSystem:
     return filesystem
 
 
+class FooterReadingDataset(pads.FileSystemDataset):
+    """A ``FileSystemDataset`` whose every scan reads each part's footer again.
+
+    pyarrow keeps a Parquet fragment's footer once it read it (a scan with ``cache_metadata`` on, the default;
+    ``count_rows``; a fragment's ``metadata``), and every later scan of that fragment trusts it without reading
+    the end of the file again: a part truncated after an earlier scan would be read from its (still whole) data
+    pages and return rows. Every scanner pyarrow builds from a dataset (``to_table``, ``count_rows``,
+    ``Scanner.from_dataset``, DuckDB, polars, Acero) first asks the dataset for its ``_scanner_options`` and only
+    then takes the dataset's fragments, so here that call swaps in fresh fragments (same paths, partition
+    expressions and filesystem; no I/O) that hold no footer: each scan reads every footer, with the file's size
+    as it is now, and a truncated part fails with pyarrow's own error. This runs on the thread that builds the
+    scanner (with the GIL), never on Arrow's I/O threads. ``filter()`` keeps this class; pickling rebuilds it.
+    """
+
+    def _scanner_options(self, options: dict[str, Any]) -> dict[str, Any]:
+        fresh = [
+            self.format.make_fragment(f.path, f.filesystem, f.partition_expression) for f in self._get_fragments(None)
+        ]
+        kept = self._scan_options  # the row filter of filter(): __init__ resets it
+        self.__init__(fresh, self.schema, self.format, self.filesystem, self.partition_expression)  # type: ignore[misc]
+        self._scan_options = kept
+        return {**super()._scanner_options(options), "cache_metadata": False}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        _cls, args = super().__reduce__()
+        return FooterReadingDataset, args
+
+
 # Always true (false) on rows, but not decidable from statistics: ``random`` is impure, so pyarrow never
 # folds it into a constant when it simplifies a filter against a row group's statistics.
 _RANDOM = pc.Expression._call("random", [], pc.RandomOptions())
@@ -254,7 +282,7 @@ def scan_manifests(
         # No file_size: pyarrow asks for the part's size when it opens it, so a part truncated after this check
         # fails with pyarrow's own error; told the recorded size, it would read past a shorter object's end.
         fragments.append(fmt.make_fragment(part.location, filesystem, **kwargs))
-    dataset = pads.FileSystemDataset(fragments, scan_schema, fmt, filesystem)
+    dataset = FooterReadingDataset(fragments, scan_schema, fmt, filesystem)
     if dnf is not None:
         dataset = dataset.filter(_row_filter(dnf))
     return dataset

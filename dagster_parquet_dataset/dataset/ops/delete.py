@@ -9,7 +9,9 @@ nobody commits on top of a dataset being deleted. The tombstone goes first (from
 then on this package's readers see the dataset absent, and none writes ``_SUCCESS``
 back), then ``_SUCCESS`` (a Spec 042 reader sees it absent too), then every file the
 dataset had when the tombstone landed, and the tombstone last. A writer that begins
-on the tombstone (the delete may have died) replaces it. A store without
+on the tombstone (the delete may have died) replaces it. A file a writer publishes
+while the delete runs keeps the tombstone in place (or gets it back), so the key reads
+as absent, never as a half-deleted dataset. A store without
 conditional writes has no tombstone: there ``_SUCCESS`` goes first.
 """
 
@@ -57,15 +59,23 @@ def delete_dataset(options: DatasetOptions, key: str) -> None:
             store.delete(info.path, missing_ok=True)
     if token is not None and read_raw(store, key)[1] != token:
         return  # a writer committed on top of the tombstone: its dataset stays
-    if [f.path for f in store.list_files(key)] != [manifest_path]:
-        store.delete(manifest_path, missing_ok=True)  # other files appeared: a writer's, who will find them gone
+    left = list(store.list_files(key))
+    if [f.path for f in left] != [manifest_path]:
+        ours = [f for f in own_files(store, key) if f.path != manifest_path]
+        if token is None or not ours:
+            # A nested dataset's files (they stay), or, without a tombstone, a writer's who will find them gone.
+            store.delete(manifest_path, missing_ok=True)
+        # Else a writer published a file after the listing above: the tombstone stays, so the key reads as
+        # absent (never "incomplete"). That writer's commit loses to the tombstone and removes its own files
+        # (it began before the delete), or replaces the tombstone (it began on it); the next write or delete
+        # of the key replaces it.
         return
     for _ in range(_ROUNDS):
         try:
             store.delete_folder(key)  # the tombstone and, on a local disk, the empty folders
-            return
+            break
         except NotFound:
-            return
+            break
         except OSError as exc:
             # A part published mid-delete (ENOTEMPTY). Once the tombstone is gone, its writer's commit
             # loses, finds its parts missing and commits nothing: remove what appeared and try again.
@@ -73,6 +83,24 @@ def delete_dataset(options: DatasetOptions, key: str) -> None:
             store.delete(manifest_path, missing_ok=True)
             for info in own_files(store, key):
                 store.delete(info.path, missing_ok=True)
+    if token is not None and own_files(store, key):
+        _restore_tombstone(options, key)
+
+
+def _restore_tombstone(options: DatasetOptions, key: str) -> None:
+    """A file appeared while the folder was removed (S3 deletes the objects it listed, a local disk may have
+    taken the tombstone before a part was published): swap a tombstone back in by compare-and-swap, unless a
+    writer committed a manifest meanwhile, so the key reads as absent, not as a half-deleted dataset.
+
+    Raises:
+        CommitConflict: the store kept failing for ``commit_timeout`` seconds.
+    """
+    swap_in_tombstone(
+        options,
+        key,
+        applies=lambda latest, token: token is None,
+        gave_up=lambda: CommitConflict(f"dataset {key!r}: could not mark it deleted; delete it again"),
+    )
 
 
 def _commit_tombstone(options: DatasetOptions, key: str) -> str:

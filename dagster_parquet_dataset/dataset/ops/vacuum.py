@@ -98,7 +98,8 @@ def plan_vacuum(
         replaced = {id(m): created_at(after) for after, m in zip(versions, versions[1:], strict=False)}
         retained = [m for m in retained if m is live or now - (replaced[id(m)] or now) <= max_age]
     dropped = [m for m in versions if all(m is not r for r in retained)]
-    referenced = {MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME}
+    # The live version's own copy too: a writer builds on it and writes it ahead of its swap (once per process).
+    referenced = {MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME, version_path(live.version)}
     for m in retained:
         referenced.update(m.referenced())
         if m is not live:

@@ -15,6 +15,8 @@ timing is the write or the read alone. In the same run and on the same disk:
 * ``df.write.parquet`` (zstd, like the dataset layer's default) -- the baseline,
 * ``write_spark_dataset(mode="native")`` -- Spark's writer, then footers, rename, commit,
 * ``write_spark_dataset(mode="arrow")`` -- ``mapInArrow`` tasks writing through the store,
+* each write again with the parts' content hashes off (a private switch), whose ratio is
+  what hashing costs a write (issue 27: at most 3%),
 * ``spark.read.parquet(dir)`` against ``read_spark_dataset`` (native on a LocalStore; the
   executor-side Arrow read is printed for information), each forced to read every column
   of every row with a ``noop`` write.
@@ -48,13 +50,14 @@ from pyspark.sql import functions as F  # noqa: E402
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore  # noqa: E402
 from dagster_parquet_dataset.spark import (  # noqa: E402
+    _parts,
     append_spark_dataset,
     merge_spark_dataset,
     read_spark_dataset,
     write_spark_dataset,
 )
 
-TARGETS = {"write native": 1.15, "write arrow": 1.6, "read": 1.1}
+TARGETS = {"write native": 1.15, "write arrow": 1.6, "read": 1.1, "hash cost": 0.03}
 
 
 class TreeSampler:
@@ -184,10 +187,27 @@ def main() -> None:
         def dataset_read_arrow(i: int) -> None:
             force_read(read_spark_dataset(spark, datasets, "native", mode="arrow"))
 
-        variants = [
+        def unhashed(run: Callable[[int], None]) -> Callable[[int], None]:
+            """``run`` with the parts' content hashes off (the private switch), to measure what they cost."""
+
+            def go(i: int) -> None:
+                _parts.HASH_CONTENT = False
+                try:
+                    run(i)
+                finally:
+                    _parts.HASH_CONTENT = True
+
+            return go
+
+        writes = [
             Variant("df.write.parquet", plain_write),
             Variant("write native", native_write),
+            Variant("write native (no hash)", unhashed(native_write)),
             Variant("write arrow", arrow_write),
+            Variant("write arrow (no hash)", unhashed(arrow_write)),
+        ]
+        variants = [
+            *writes,
             Variant("spark.read.parquet", plain_read),
             Variant("read", dataset_read),
             Variant("read arrow (info)", dataset_read_arrow),
@@ -196,7 +216,8 @@ def main() -> None:
         for v in variants:
             v.run(-1)
         for i in range(args.repeat):
-            for v in variants if i % 2 == 0 else [*variants[:3][::-1], *variants[3:][::-1]]:
+            w = len(writes)
+            for v in variants if i % 2 == 0 else [*variants[:w][::-1], *variants[w:][::-1]]:
                 with TreeSampler() as sampler:
                     start = time.perf_counter()
                     v.run(i)
@@ -235,6 +256,14 @@ def main() -> None:
         print(
             f"{'read arrow (info) / spark.read.parquet':<40} {by['read arrow (info)'] / by['spark.read.parquet']:5.2f}x"
         )
+        for name in ("write native", "write arrow"):
+            cost = by[name] / by[f"{name} (no hash)"] - 1
+            good = cost <= TARGETS["hash cost"]
+            ok &= good
+            print(
+                f"{'content hash cost, ' + name:<40} {cost:+6.1%}  (median with / without - 1)  "
+                f"target <= {TARGETS['hash cost']:.0%}  {'OK' if good else 'MISSED'}"
+            )
         sys.exit(0 if ok and (args.only == "io" or exec_ok) else 1)
     finally:
         spark.stop()

@@ -251,7 +251,6 @@ MAX_POSITIONAL = 5
 #: parameters, in modules being rewritten elsewhere. Only shrinks.
 KNOWN_POSITIONAL_DEBT: set[tuple[str, str]] = {
     (f"{PACKAGE}.dataset.commit.segment_commit", "commit_segments"),
-    (f"{PACKAGE}.spark._parts", "write_into"),
     (f"{PACKAGE}.spark._parts", "write_staged"),
 }
 

@@ -1,19 +1,33 @@
 """The one Spark job that matches a merge's changes with the candidate files and writes the new parts.
 
 :func:`run_merge_job` runs a single Spark job (an RDD pipeline: no adaptive
-query stages, so no extra jobs) with three stages:
+query stages, so no extra jobs). The changes are read in one task per core
+(a narrow ``coalesce``: each task costs Python workers' round trips) and cast
+to the types Spark gives the dataset's columns. Two plans:
 
-1. The source rows (cast to the types Spark gives the dataset's columns) and
-   the candidate files' key and partition columns (read by the executors
-   through the store, as the executor-side read does) are cut into Arrow IPC
-   payloads by a hash of their keys, and shuffled by it.
-2. Each key bucket finds its duplicate source keys, the matched keys (and the
-   file holding each) and keys whose partition values would change, and sends
-   the matched source rows to their file's group and the unmatched ones to an
-   insert group.
-3. Each file group that received matched rows reads its file, drops the matched
-   keys, adds the changes and writes one replacement part in the file's folder;
-   each insert group writes its rows into the dataset's partition folders.
+* **Direct** (the candidates hold at most :data:`DIRECT_CANDIDATE_ROWS` rows,
+  and no ``repartition`` of a partitioned dataset's inserts), two stages:
+
+  1. Each source task reads every candidate file's key and partition columns
+     once (through the store, as the executor-side read does), finds the
+     matched keys, the file holding each and keys whose partition values would
+     change, and sends each matched row to its file's group and every other
+     row to a group chosen by a hash of its key (inserted there, or for the
+     ``insert``/``update`` strategies only checked), as Arrow IPC payloads.
+  2. Each group refuses duplicate keys (a key always lands in one group), then
+     as stage 3 below.
+
+* **Shuffled** (more candidate rows), three stages:
+
+  1. The source rows and the candidate files' key and partition columns are
+     cut into Arrow IPC payloads by a hash of their keys, and shuffled by it.
+  2. Each key bucket finds its duplicate source keys, the matched keys (and the
+     file holding each) and keys whose partition values would change, and sends
+     the matched source rows to their file's group and the unmatched ones to an
+     insert group.
+  3. Each file group that received matched rows reads its file, drops the matched
+     keys, adds the changes and writes one replacement part in the file's folder;
+     each insert group writes its rows into the dataset's partition folders.
 
 Only small records come back to the driver: one descriptor per written part,
 per-file match counts, and the first duplicate or moved key if any.
@@ -22,6 +36,7 @@ per-file match counts, and the first duplicate or moved key if any.
 from __future__ import annotations
 
 import io
+import pickle
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -32,10 +47,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..dataset import FileEntry, MergePlan, ParquetDatasetStore
-from ..dataset.engine import PartOptions
 from ._descriptor import entries_by_group, first_error
 from ._jobs import run_job
-from ._parts import Destination, delete_attempt_leftovers, quietly
+from ._parts import Destination, delete_attempt_leftovers, part_options, quietly
 from ._spark_read import _Source, _TaskReader
 from ._spark_schema import arrow_schema_to_spark, spark_schema_to_arrow
 from ._task_writer import TaskWriter
@@ -133,6 +147,44 @@ def _first_row(table: pa.Table, columns: Sequence[str]) -> dict[str, Any]:
     return ordered.slice(0, 1).to_pylist()[0]
 
 
+def _duplicate_keys(table: pa.Table, keys: Sequence[str]) -> tuple[int, dict[str, Any]] | None:
+    """How many keys repeat in ``table`` and the first of them (with its ``count_all``), or ``None``."""
+    counted = table.select(list(keys)).group_by(list(keys)).aggregate([([], "count_all")])
+    dups = counted.filter(pc.greater(counted["count_all"], 1))
+    return (dups.num_rows, _first_row(dups, keys)) if dups.num_rows else None
+
+
+@dataclass(frozen=True)
+class _Matched:
+    """The source rows whose keys the candidates hold: row numbers, each one's candidate, count per candidate."""
+
+    rows: np.ndarray
+    files: np.ndarray
+    counts: dict[int, int]
+
+
+def _match(
+    src: pa.Table, targets: pa.Table, keys: Sequence[str], partition: Sequence[str]
+) -> _Matched | tuple[dict[str, Any], int]:
+    """Match ``src`` with the candidates' keys (``targets``: keys, partition columns, :data:`FILE`), or the
+    first key whose partition values would change, with its candidate."""
+    left = src.select(list(keys)).append_column(_ROW, pa.array(np.arange(src.num_rows, dtype=np.int64)))
+    for c in partition:
+        left = left.append_column(_SRC + c, src[c])
+    joined = left.join(targets, list(keys), join_type="inner")
+    moved = pa.array(np.zeros(joined.num_rows, dtype=bool))
+    for c in partition:
+        moved = pc.or_(moved, _null_safe_differs(joined[c], joined[_SRC + c]))
+    bad = joined.filter(moved)
+    if bad.num_rows:
+        first = _first_row(bad, keys)
+        return {k: first[k] for k in keys}, int(first[FILE])
+    counts = joined.group_by([FILE]).aggregate([([], "count_all")]).to_pylist()
+    return _Matched(
+        joined[_ROW].to_numpy(), joined[FILE].to_numpy(), {int(r[FILE]): int(r["count_all"]) for r in counts}
+    )
+
+
 @dataclass(frozen=True)
 class _Match:
     """Stage 2: one key bucket's source rows against the candidate files' keys."""
@@ -154,37 +206,22 @@ class _Match:
         if not sources:
             return
         src = pa.concat_tables(sources)
-        keys = list(self.keys)
-        counted = src.select(keys).group_by(keys).aggregate([([], "count_all")])
-        dups = counted.filter(pc.greater(counted["count_all"], 1))
-        if dups.num_rows:
-            yield 0, ("dup", (dups.num_rows, _first_row(dups, keys)))
+        dup = _duplicate_keys(src, self.keys)
+        if dup is not None:
+            yield 0, ("dup", dup)
             return
-        numbered = src.select(keys).append_column(_ROW, pa.array(np.arange(src.num_rows, dtype=np.int64)))
         matched_rows = np.zeros(0, dtype=np.int64)
         if targets:
-            tgt = pa.concat_tables(targets)
-            left = numbered
-            for c in self.partition:
-                left = left.append_column(_SRC + c, src[c])
-            joined = left.join(tgt, keys, join_type="inner")
-            moved = pa.array(np.zeros(joined.num_rows, dtype=bool))
-            for c in self.partition:
-                moved = pc.or_(moved, _null_safe_differs(joined[c], joined[_SRC + c]))
-            bad = joined.filter(moved)
-            if bad.num_rows:
-                first = _first_row(bad, keys)
-                yield 0, ("moved", ({k: first[k] for k in keys}, int(first[FILE])))
+            found = _match(src, pa.concat_tables(targets), self.keys, self.partition)
+            if not isinstance(found, _Matched):
+                yield 0, ("moved", found)
                 return
-            counts = joined.group_by([FILE]).aggregate([([], "count_all")]).to_pylist()
-            yield 0, ("count", {int(r[FILE]): int(r["count_all"]) for r in counts})
-            matched_rows = joined[_ROW].to_numpy()
+            yield 0, ("count", found.counts)
+            matched_rows = found.rows
             if self.strategy != "insert":
-                files = joined[FILE].to_numpy()
-                for f in np.unique(files):
+                for f in np.unique(found.files):
                     if f < self.n_rewrite:
-                        rows = src.take(pa.array(matched_rows[files == f]))
-                        yield int(f), ("rows", _ipc(rows))
+                        yield int(f), ("rows", _ipc(src.take(pa.array(matched_rows[found.files == f]))))
         if self.strategy == "update":
             return
         mask = np.ones(src.num_rows, dtype=bool)
@@ -199,6 +236,83 @@ class _Match:
             yield self.n_rewrite + bucket % self.n_insert, ("ins", _ipc(inserts))
 
 
+#: The direct plan (:class:`_Route`) reads every candidate file's keys in each source task; above this many
+#: candidate rows (or with ``repartition`` on a partitioned dataset) the merge shuffles keys instead.
+DIRECT_CANDIDATE_ROWS = 1_000_000
+
+
+def _record(group: int, kind: str, value: Any) -> pa.RecordBatch:
+    payload = value if isinstance(value, bytes) else pickle.dumps(value)
+    return pa.record_batch(
+        [pa.array([group], pa.int32()), pa.array([kind], pa.string()), pa.array([payload], pa.binary())],
+        names=["g", "kind", "payload"],
+    )
+
+
+def _item(row: Any) -> tuple[int, tuple[str, Any]]:
+    kind, payload = str(row[1]), bytes(row[2])
+    return int(row[0]), (kind, payload if kind in ("rows", "ins", "key") else pickle.loads(payload))
+
+
+@dataclass(frozen=True)
+class _Route:
+    """Stage 1 of the direct plan: match each source batch with the candidate files' keys (read once per
+    task) and send its rows to their group: a matched row to its file's group, the others to a group by a
+    hash of their key (inserted there, or only checked for duplicates: a key always lands in one group)."""
+
+    schema: pa.Schema
+    reader: _TaskReader | None
+    keys: tuple[str, ...]
+    partition: tuple[str, ...]
+    strategy: str
+    n_rewrite: int
+    n_keyed: int
+
+    def _targets(self) -> pa.Table | None:
+        if self.reader is None:
+            return None
+        tables = []
+        for index, part in enumerate(self.reader.parts):
+            for out in self.reader._read(part):
+                table = pa.Table.from_batches([out])
+                tables.append(table.append_column(FILE, pa.array(np.full(table.num_rows, index, dtype=np.int64))))
+        return pa.concat_tables(tables) if tables else None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        keys = list(self.keys)
+        targets: pa.Table | None = None
+        loaded = False
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            src = pa.Table.from_batches([batch]).select(self.schema.names).cast(self.schema)
+            if not loaded:
+                targets, loaded = self._targets(), True
+            matched = np.zeros(src.num_rows, dtype=bool)
+            if targets is not None:
+                found = _match(src, targets, keys, self.partition)
+                if not isinstance(found, _Matched):
+                    yield _record(0, "moved", found)
+                    return
+                yield _record(0, "count", found.counts)
+                matched[found.rows] = True
+                if self.strategy == "insert":  # matched rows are dropped, once checked for duplicates
+                    yield from self._keyed(src.filter(pa.array(matched)).select(keys), "key")
+                for f in np.unique(found.files) if self.strategy != "insert" else ():
+                    if f < self.n_rewrite:
+                        yield _record(int(f), "rows", _ipc(src.take(pa.array(found.rows[found.files == f]))))
+            rest = src.filter(pa.array(~matched))
+            if self.strategy == "update":  # unmatched rows are dropped, once checked for duplicates
+                yield from self._keyed(rest.select(keys), "key")
+            else:
+                yield from self._keyed(rest, "ins")
+
+    def _keyed(self, table: pa.Table, kind: str) -> Iterator[pa.RecordBatch]:
+        if table.num_rows:
+            for b, piece in _split(table, _buckets(table, self.keys, self.n_keyed)):
+                yield _record(self.n_rewrite + b, kind, _ipc(piece))
+
+
 @dataclass(frozen=True)
 class _Write:
     """Stage 3: write one group's rows (a rewritten file's replacement, or inserted rows); pass records on."""
@@ -209,14 +323,23 @@ class _Write:
     n_rewrite: int
     files: TaskWriter
     inserts: TaskWriter
+    check_duplicates: bool = False  # the direct plan: no stage before found duplicate keys
 
     def __call__(self, items: Iterable[tuple[int, tuple[str, Any]]]) -> Iterator[tuple[str, Any]]:
         changes: dict[int, list[pa.Table]] = {}
+        checked: dict[int, list[pa.Table]] = {}  # keys only checked for duplicates ("key"), never written
         for group, (kind, value) in items:
             if kind in ("rows", "ins"):
                 changes.setdefault(group, []).append(_table(value))
+            elif kind == "key":
+                checked.setdefault(group, []).append(_table(value))
             else:
                 yield kind, value
+        if self.check_duplicates:
+            found = list(self._duplicates(changes, checked))
+            yield from found
+            if found:
+                return  # the driver discards the whole job's output
         for group in sorted(changes):
             rows = pa.concat_tables(changes[group], promote_options="permissive")
             if group < self.n_rewrite:
@@ -227,6 +350,16 @@ class _Write:
                 for batch in self.inserts(iter(rows.to_batches())):
                     for row in batch.to_pylist():
                         yield "ins", row
+
+    def _duplicates(
+        self, changes: dict[int, list[pa.Table]], checked: dict[int, list[pa.Table]]
+    ) -> Iterator[tuple[str, Any]]:
+        """One ``("dup", (count, first key))`` per group whose keys repeat (a key only ever lands in one group)."""
+        for group in sorted({*changes, *checked}):
+            tables = [t.select(list(self.keys)) for t in [*changes.get(group, []), *checked.get(group, [])]]
+            dup = _duplicate_keys(pa.concat_tables(tables), self.keys)
+            if dup is not None:
+                yield "dup", dup
 
     def _rewrite(self, group: int, changed: pa.Table) -> Iterator[tuple[str, Any]]:
         keys = list(self.keys)
@@ -271,6 +404,14 @@ def _reader(
     return _TaskReader(store=datasets.store, schema=plan.schema, parts=tuple(source.parts()), target=target)
 
 
+def _direct(candidates: Sequence[FileEntry], partition: Sequence[str], *, repartition: bool) -> bool:
+    """Whether the merge takes the direct plan (:class:`_Route`): few candidate rows, no repartitioned inserts."""
+    if repartition and partition:
+        return False  # inserts go to groups by their partition values, so a key's group would not be one
+    rows = [f.row_count for f in candidates]
+    return all(r is not None for r in rows) and sum(r or 0 for r in rows) <= DIRECT_CANDIDATE_ROWS
+
+
 def run_merge_job(
     changes: DataFrame, datasets: ParquetDatasetStore, plan: MergePlan, *, repartition: bool
 ) -> MergeOutcome:
@@ -292,14 +433,21 @@ def run_merge_job(
     n_rewrite = len(plan.candidates) if plan.strategy != "insert" else 0
     n = max(1, sc.defaultParallelism)
     spark_types = spark_schema_to_arrow(arrow_schema_to_spark(schema))
-    rdd = changes.mapInArrow(_SourceBuckets(spark_types, keys, n), _OUT).rdd.map(_pair)
-    if candidates:
-        reader = _reader(datasets, plan, candidates, [*keys, *partition])
-        target = spark.range(0, len(candidates), 1, len(candidates))
-        rdd = rdd.union(target.mapInArrow(_TargetBuckets(reader, keys, n), _OUT).rdd.map(_pair))
+    # One source task per core (a narrow coalesce): each task costs two Python workers' round trips.
+    source = changes.coalesce(n)
+    reader = _reader(datasets, plan, candidates, [*keys, *partition]) if candidates else None
+    direct = _direct(candidates, partition, repartition=repartition)
+    if direct:
+        route = _Route(spark_types, reader, keys, partition, plan.strategy, n_rewrite, n)
+        routed = source.mapInArrow(route, "g int, kind string, payload binary").rdd.map(_item)
+    else:
+        rdd = source.mapInArrow(_SourceBuckets(spark_types, keys, n), _OUT).rdd.map(_pair)
+        if reader is not None:
+            target = spark.range(0, len(candidates), 1, len(candidates))
+            rdd = rdd.union(target.mapInArrow(_TargetBuckets(reader, keys, n), _OUT).rdd.map(_pair))
     data_names = [c for c in schema.names if c not in partition]
     file_schema = pa.schema([schema.field(c) for c in data_names], metadata=schema.metadata)
-    options = PartOptions(datasets.compression, datasets.row_group_size)
+    options = part_options(datasets)
     txn = plan.txn
     file_token, insert_token = f"{txn}-j{uuid.uuid4().hex[:6]}", f"{txn}-j{uuid.uuid4().hex[:6]}"
     dests = tuple(
@@ -331,8 +479,7 @@ def run_merge_job(
         options=options,
         max_rows_per_file=datasets.max_rows_per_file,
     )
-    n_insert = n if plan.strategy != "update" else 0
-    match = _Match(keys, partition, plan.strategy, n_rewrite, max(1, n_insert), repartition)
+    n_insert = n if plan.strategy != "update" or direct else 0
     write = _Write(
         _reader(datasets, plan, candidates[:n_rewrite], data_names),
         keys,
@@ -340,9 +487,15 @@ def run_merge_job(
         n_rewrite,
         files_writer,
         inserts_writer,
+        check_duplicates=direct,
     )
     groups = max(1, n_rewrite + n_insert)
-    pipeline = rdd.partitionBy(n, _identity).mapPartitions(match).partitionBy(groups, _identity).mapPartitions(write)
+    if direct:
+        pipeline = routed.partitionBy(groups, _identity).mapPartitions(write)
+    else:
+        match = _Match(keys, partition, plan.strategy, n_rewrite, max(1, n_insert), repartition)
+        shuffled = rdd.partitionBy(n, _identity).mapPartitions(match)
+        pipeline = shuffled.partitionBy(groups, _identity).mapPartitions(write)
 
     def discard() -> None:
         for token in (file_token, insert_token):

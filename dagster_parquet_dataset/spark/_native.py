@@ -24,6 +24,7 @@ from ..dataset.engine import file_column_stats, hash_before_footer
 from ..errors import CapabilityNotSupported, RemoteStoreError
 from ..storage.local import LocalStore
 from ..storage.s3 import S3Store
+from . import _parts
 from ._jobs import run_job
 from ._parts import drop_staging, place, staging_folder
 from ._stores import check_shared_store, s3a_available, spark_uri
@@ -141,12 +142,14 @@ def write_native(
     entries: list[FileEntry] = []
     found: pa.Schema | None = None
 
-    def inspect(part: str) -> tuple[int, pq.FileMetaData, str]:
+    hashed = _parts.HASH_CONTENT
+
+    def inspect(part: str) -> tuple[int, pq.FileMetaData, str | None]:
         # Spark's writer has no hook for the bytes it writes: the content hash reads the data pages once here.
         with store.open_input(f"{key}/{folder}/{part}") as source:
             size = source.size()
             meta = pq.read_metadata(source)
-            return size, meta, hash_before_footer(source, size)
+            return size, meta, hash_before_footer(source, size) if hashed else None
 
     with ThreadPoolExecutor(max_workers=min(8, max(1, len(names))), thread_name_prefix="pds-native") as pool:
         inspected = list(pool.map(inspect, names))

@@ -44,6 +44,15 @@ GROUP_COLUMN = "__pds_group"
 #: Folder (under the dataset key, followed by the write's token) where parts wait to be renamed.
 STAGING = "_spark_staging-"
 
+#: Whether Spark writes record each part's content hash (:attr:`FileEntry.content_hash`). Always on;
+#: ``benchmarks/bench_spark.py`` turns it off for one variant to measure what the hash costs a write.
+HASH_CONTENT = True
+
+
+def part_options(datasets: ParquetDatasetStore) -> PartOptions:
+    """The Parquet encoding options of ``datasets``, for parts written on the executors."""
+    return PartOptions(datasets.compression, datasets.row_group_size, hash_content=HASH_CONTENT)
+
 
 @dataclass(frozen=True)
 class WrittenParts:
@@ -170,7 +179,7 @@ def write_spark_parts(
         group_column=group_column,
         error_column=error_column,
         partition_by=partition,
-        options=PartOptions(datasets.compression, datasets.row_group_size),
+        options=part_options(datasets),
         max_rows_per_file=datasets.max_rows_per_file,
         suffix=suffix,
     )
@@ -225,6 +234,7 @@ def write_into(
     df: DataFrame,
     datasets: ParquetDatasetStore,
     destination: Destination,
+    *,
     txn: str,
     schema: pa.Schema,
     partition_by: Sequence[str] = (),
@@ -300,7 +310,7 @@ def write_staged(
     """
     folder = staging_folder(datasets.store, txn)
     try:
-        entries = write_into(df, datasets, Destination(key, folder), txn, schema)
+        entries = write_into(df, datasets, Destination(key, folder), txn=txn, schema=schema)
         return place(datasets.store, key, entries, name) if folder else entries
     finally:
         if folder:

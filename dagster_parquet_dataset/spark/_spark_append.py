@@ -111,7 +111,13 @@ def append_spark_dataset(
     if pending.partition_by:
         try:
             entries: list[FileEntry] = write_into(
-                df, datasets, Destination(pending.key), pending.txn, target, pending.partition_by, repartition
+                df,
+                datasets,
+                Destination(pending.key),
+                txn=pending.txn,
+                schema=target,
+                partition_by=pending.partition_by,
+                repartition=repartition,
             )
         except BaseException:
             abandon(datasets, pending.write)

@@ -11,8 +11,8 @@ and, only on error, one duplicate or moved key.
    idempotent merge, the hash of their rows (per-task aggregates: no shuffle).
 2. :meth:`ParquetDatasetStore.plan_merge` picks candidate files from the
    manifest alone, on the driver.
-3. One Spark job (:func:`~._merge_job.run_merge_job`) matches the changes with
-   the candidate files' keys, refuses duplicate keys and keys whose partition
+3. One Spark job (:func:`~._merge_job.run_merge_job`; one task per core reads the
+   changes) matches the changes with the candidate files' keys, refuses duplicate keys and keys whose partition
    would change (deleting what it wrote), and writes each matched file's
    replacement (its unmatched rows plus the matched changes, in the file's own
    folder) and the inserted rows (into their partition folders). Exactly the
@@ -159,7 +159,10 @@ def _check_changes(
     cols = [_hashable(df, n) for n in df.columns]
     extra = [F.xxhash64(*cols).alias(_H64), F.hash(*cols).alias(_H32)] if hashed else []
     used = list(dict.fromkeys([*keys, *partition]))
-    frame = df.select(*[_col(c) for c in used], *extra)
+    # One task per core at most: each task costs a Python worker round trip, and the changes are usually small.
+    frame = df.select(*[_col(c) for c in used], *extra).coalesce(
+        max(1, df.sparkSession.sparkContext.defaultParallelism)
+    )
     rows = collect_rows(frame.mapInArrow(_Summary(tuple(keys), tuple(partition), hashed), "s binary"))
     total, h64, h32 = 0, 0, 0
     nulls = [0] * len(keys)
@@ -218,9 +221,9 @@ def merge_spark_dataset(
     key_columns: Sequence[str],
     strategy: str = "upsert",
     partition_by: Sequence[str] | None = None,
+    repartition: bool = False,
     run_id: str | None = None,
     metadata: dict[str, str] | None = None,
-    repartition: bool = False,
     expect_owner: Mapping[str, str | None] | None = None,
     idempotency_key: str | None = None,
 ) -> MergeResult:
@@ -243,9 +246,9 @@ def merge_spark_dataset(
         strategy: ``"upsert"``, ``"insert"`` or ``"update"``.
         partition_by: for a new dataset, its partition columns; otherwise ``None``
             or exactly the dataset's.
-        run_id, metadata: recorded in the manifest.
         repartition: for a partitioned dataset, repartition inserted rows by the
             partition columns first.
+        run_id, metadata: recorded in the manifest.
         expect_owner: as :func:`~._spark_write.write_spark_dataset`'s (checked by the plan and the commit).
         idempotency_key: as :meth:`ParquetDatasetStore.merge_dataset`'s: the content recorded with it
             is a hash of the changes' rows (sums of Spark's row hashes, computed in the check job),

@@ -24,6 +24,26 @@ def _unsupported(path: str, what: str, hint: str) -> TypeError:
     return TypeError(f"column {path!r} has type {what}, which cannot be stored as a Parquet dataset column; {hint}")
 
 
+#: Spark types without parameters and the Arrow type each is stored as (in the order they are tried:
+#: ``TimestampNTZType`` before ``TimestampType``).
+_SCALARS: tuple[tuple[type[T.DataType] | tuple[type[T.DataType], ...], pa.DataType], ...] = (
+    (T.BooleanType, pa.bool_()),
+    (T.ByteType, pa.int8()),
+    (T.ShortType, pa.int16()),
+    (T.IntegerType, pa.int32()),
+    (T.LongType, pa.int64()),
+    (T.FloatType, pa.float32()),
+    (T.DoubleType, pa.float64()),
+    ((T.StringType, T.CharType, T.VarcharType), pa.string()),
+    (T.BinaryType, pa.binary()),
+    (T.DateType, pa.date32()),
+    (T.TimestampNTZType, pa.timestamp("us")),
+    (T.TimestampType, pa.timestamp("us", tz="UTC")),
+    (T.DayTimeIntervalType, pa.duration("us")),
+    (T.NullType, pa.null()),
+)
+
+
 def spark_type_to_arrow(dt: T.DataType, path: str = "<value>") -> pa.DataType:
     """The Arrow type a Spark type is stored as (see the module docstring).
 
@@ -32,36 +52,11 @@ def spark_type_to_arrow(dt: T.DataType, path: str = "<value>") -> pa.DataType:
             (intervals other than day-time, variant, time, user-defined types);
             the message names the column.
     """
-    if isinstance(dt, T.BooleanType):
-        return pa.bool_()
-    if isinstance(dt, T.ByteType):
-        return pa.int8()
-    if isinstance(dt, T.ShortType):
-        return pa.int16()
-    if isinstance(dt, T.IntegerType):
-        return pa.int32()
-    if isinstance(dt, T.LongType):
-        return pa.int64()
-    if isinstance(dt, T.FloatType):
-        return pa.float32()
-    if isinstance(dt, T.DoubleType):
-        return pa.float64()
+    for spark_type, arrow_type in _SCALARS:
+        if isinstance(dt, spark_type):
+            return arrow_type
     if isinstance(dt, T.DecimalType):
         return pa.decimal128(dt.precision, dt.scale)
-    if isinstance(dt, (T.StringType, T.CharType, T.VarcharType)):
-        return pa.string()
-    if isinstance(dt, T.BinaryType):
-        return pa.binary()
-    if isinstance(dt, T.DateType):
-        return pa.date32()
-    if isinstance(dt, T.TimestampNTZType):
-        return pa.timestamp("us")
-    if isinstance(dt, T.TimestampType):
-        return pa.timestamp("us", tz="UTC")
-    if isinstance(dt, T.DayTimeIntervalType):
-        return pa.duration("us")
-    if isinstance(dt, T.NullType):
-        return pa.null()
     if isinstance(dt, T.ArrayType):
         item = spark_type_to_arrow(dt.elementType, f"{path}[]")
         return pa.list_(pa.field("element", item, nullable=dt.containsNull))

@@ -174,7 +174,15 @@ def write_spark_dataset(
         entries, stored = write_parts_of(df, datasets, pending, schema, resolved)
         return datasets.commit_write(pending, entries, stored)
     try:
-        entries = write_into(df, datasets, Destination(pending.key), pending.txn, schema, partition, repartition)
+        entries = write_into(
+            df,
+            datasets,
+            Destination(pending.key),
+            txn=pending.txn,
+            schema=schema,
+            partition_by=partition,
+            repartition=repartition,
+        )
     except BaseException:
         abandon(datasets, pending)
         raise

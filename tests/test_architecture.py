@@ -250,9 +250,7 @@ MAX_POSITIONAL = 5
 #: Functions (module, qualified name) still taking more than ``MAX_POSITIONAL`` positional
 #: parameters, in modules being rewritten elsewhere. Only shrinks.
 KNOWN_POSITIONAL_DEBT: set[tuple[str, str]] = {
-    (f"{PACKAGE}.dataset.commit.segment_commit", "commit_segments"),
     (f"{PACKAGE}.spark._parts", "write_into"),
-    (f"{PACKAGE}.spark._parts", "write_staged"),
 }
 
 

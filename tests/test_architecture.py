@@ -277,8 +277,8 @@ def _positional_offenders(name: str) -> dict[str, int]:
 
 
 def test_the_positional_checker_counts() -> None:
-    # Guard against a checker that passes because it counts nothing.
-    assert _positional_offenders(f"{PACKAGE}.dataset.commit.segment_commit")
+    # Guard against a checker that passes because it counts nothing (a module with a debt still to pay).
+    assert _positional_offenders(f"{PACKAGE}.spark._parts")
 
 
 def test_no_function_takes_more_than_five_positional_parameters() -> None:

@@ -11,7 +11,7 @@ what the plan relied on (the writer then deletes its parts and plans again).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
@@ -192,23 +192,23 @@ def plan_merge(
     if current is None and token is not None:
         read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
     check_owner(key, owner, current)  # early; commit_merge checks again on what it replaces
+    unplanned = MergePlan(
+        key=key,
+        txn=txn,
+        exists=False,
+        schema=None,
+        partition_by=(),
+        key_columns=keys,
+        strategy=strategy,
+        candidates=(),
+        elsewhere=(),
+        version=None,
+        run_id=run_id,
+        metadata=metadata,
+        expect_owner=owner,
+    )
     if current is None:  # the writer writes the changes as a new dataset (begin_write decides its schema)
-        partition = check_partition_by(partition_by, source_schema)
-        return MergePlan(
-            key=key,
-            txn=txn,
-            exists=False,
-            schema=None,
-            partition_by=partition,
-            key_columns=keys,
-            strategy=strategy,
-            candidates=(),
-            elsewhere=(),
-            version=None,
-            run_id=run_id,
-            metadata=metadata,
-            expect_owner=owner,
-        )
+        return replace(unplanned, partition_by=check_partition_by(partition_by, source_schema))
     decision = decide_schema(
         key, source_schema, mode="merge", current=current, partition_by=partition_by, exact=True, names_checked=True
     )
@@ -219,20 +219,14 @@ def plan_merge(
     wanted = {tuple(encode_partition_values(partition, list(p), schema).values()) for p in partitions or ()}
     files = current.files if key_ranges else ()  # no changes: nothing can match
     candidates, elsewhere = split_candidates(files, schema, keys, partition, index, wanted=wanted)
-    return MergePlan(
-        key=key,
-        txn=txn,
+    return replace(
+        unplanned,
         exists=True,
         schema=schema,
         partition_by=partition,
-        key_columns=keys,
-        strategy=strategy,
         candidates=tuple(candidates),
         elsewhere=tuple(elsewhere),
         version=current.version,
-        run_id=run_id,
-        metadata=metadata,
-        expect_owner=owner,
         manifest=current,
         token=token,
         ranges=ranges,

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import AlreadyExists, DatasetNotFound
 from ...storage.base import Store, validate_key
@@ -155,7 +156,8 @@ def _merge_into(
     check_write_fits(options.store, key, source, partition)
     check_merge_types(source.schema, keys)
     index = KeyIndex(source, keys)
-    source_partitions = _encoded_partitions(source, partition) if partition else set()
+    row_partition, encoded = _partition_index(source, partition) if partition else (np.zeros(0, np.int64), [])
+    source_partitions = set(encoded)
 
     # Plan: which files may hold source keys, from partition values and key statistics alone.
     rewrite_candidates, move_candidates = split_candidates(
@@ -177,9 +179,9 @@ def _merge_into(
         target_rows, source_rows = match_keys(found, source, keys)
         if not len(source_rows):
             continue
-        moved = partition and _encoded_partitions(source.take(pa.array(source_rows)), partition) != {
-            partition_tuple(entry, partition)
-        }
+        moved = bool(partition) and any(
+            encoded[g] != partition_tuple(entry, partition) for g in np.unique(row_partition[source_rows])
+        )
         if entry.path in elsewhere or moved:
             example = {k: source.column(k)[int(source_rows[0])].as_py() for k in keys}
             raise ValueError(
@@ -283,13 +285,25 @@ def _read_file(
     return read_parts(store, key, single, columns)
 
 
-def _encoded_partitions(table: pa.Table, partition: Sequence[str]) -> set[tuple[Any, ...]]:
-    """The distinct partition values of ``table``'s rows, in the manifest's encoded form."""
-    distinct = table.select(list(partition)).group_by(list(partition), use_threads=False).aggregate([])
-    return {
+def _partition_index(table: pa.Table, partition: Sequence[str]) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """The distinct partition values of ``table``'s rows in the manifest's encoded form, and each row's
+    index into them: computed once per merge attempt."""
+    columns = list(partition)
+    rows = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    grouped = (
+        table.select(columns)
+        .append_column("__pds_row", rows)
+        .group_by(columns, use_threads=False)
+        .aggregate([("__pds_row", "list")])
+    )
+    encoded = [
         tuple(encode_partition_values(partition, [row[c] for c in partition], table.schema).values())
-        for row in distinct.to_pylist()
-    }
+        for row in grouped.select(columns).to_pylist()
+    ]
+    lists = grouped.column("__pds_row_list")
+    index = np.zeros(table.num_rows, dtype=np.int64)
+    index[pc.list_flatten(lists).to_numpy()] = pc.list_parent_indices(lists).to_numpy()
+    return index, encoded
 
 
 def _merge_builder(

@@ -2,7 +2,8 @@
 
 In-process (:func:`append_dataset`) or with parts written elsewhere
 (:func:`begin_append` fixes the schema and partitioning the parts must have,
-:func:`commit_append` commits them); both rebase with :func:`append_builder`.
+:func:`commit_append` commits them), both through the write pipeline (:mod:`.write_pipeline`);
+both rebase with :func:`append_builder`.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class PendingAppend:
             :meth:`ParquetDatasetStore.append_dataset`'s ``idempotency_key`` does, with the
             entries' content hashes as the content (entries without one are not keyed): a version
             that already records both is returned instead and the entries' parts are deleted.
+        decision: the schema decision ``begin_append`` made (:class:`~.write_pipeline.SchemaDecision`);
+            the commit decides again only if the live schema moved meanwhile.
     """
 
     key: str
@@ -55,7 +58,6 @@ class PendingAppend:
     allow_new_columns: bool = False
     idempotency_key: str | None = None
     decision: SchemaDecision | None = field(default=None, repr=False, compare=False)
-    """The schema decision ``begin_append`` made (the commit decides again only if the live schema moved)."""
 
 
 def append_builder(

@@ -145,7 +145,9 @@ def append_dataset(
         entries = encode(options, txn, plan_parts(options, txn.pending, table, decision.partition_by))
     build = append_builder(options, entries, decision, pending=txn.pending)
     content = entries_hash(entries) if idempotency_key is not None else None
-    committed = txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
+    committed = txn.commit(
+        build, idempotency=None if idempotency_key is None or content is None else (idempotency_key, content)
+    )
     if txn.recognised:
         complete_recognised(options, key)
     return committed

@@ -16,7 +16,7 @@ from ..commit.transaction import PendingWrite, Transaction
 from ..delta import check_delta_schema
 from ..io.key_checks import check_key_fits
 from ..manifest import DatasetManifest, FileEntry
-from .write_pipeline import begin, decide_schema, write_version
+from .write_pipeline import Mode, begin, decide_schema, write_version
 
 
 def check_input(table: object, action: str) -> None:
@@ -71,7 +71,7 @@ def begin_write(
     """See :meth:`ParquetDatasetStore.begin_write`: the pipeline's begin (the schema is decided at the commit)."""
     key = validate_key(key, what="dataset key")
     check_key_fits(options.store, key)
-    mode = "overwrite" if overwrite else "write"
+    mode: Mode = "overwrite" if overwrite else "write"
     return begin(options, key, mode=mode, run_id=run_id, metadata=metadata, expect_owner=expect_owner).pending
 
 
@@ -91,7 +91,7 @@ def commit_write(
     check_key_fits(options.store, pending.key)
     if options.delta_log:
         check_delta_schema(schema, key=pending.key)
-    mode = "overwrite" if pending.overwrite else "write"
+    mode: Mode = "overwrite" if pending.overwrite else "write"
     decision = decide_schema(pending.key, schema, mode=mode, current=None, partition_by=partition_by)
     # An overwrite's parts are new files too: reusing one the live version lists would let the
     # clean-up of a failed commit, or the next overwrite's obsolete list, delete a live file.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -83,3 +84,21 @@ def measure(fn: Callable[[], object], repeats: int = 3, setup: Callable[[], obje
 
 def mib(n: float) -> str:
     return f"{n / 2**20:,.1f} MiB"
+
+
+def package_root() -> str:
+    """The tree whose ``dagster_parquet_dataset`` a benchmark measures, put first on ``sys.path``.
+
+    The first ``PYTHONPATH`` entry that holds the package (``compare_revisions.py`` names each revision's
+    tree there, so each side runs its own code), else this checkout. A script calls it before importing the
+    package and hands it on to the processes it starts.
+    """
+    for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        if entry and os.path.isdir(os.path.join(entry, "dagster_parquet_dataset")):
+            root = os.path.abspath(entry)
+            break
+    else:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if sys.path[:1] != [root]:
+        sys.path.insert(0, root)
+    return root

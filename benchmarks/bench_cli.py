@@ -45,10 +45,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-sys.path.insert(0, REPO)
-from _common import make_table, measure, mib  # noqa: E402
+from _common import make_table, measure, mib, package_root  # noqa: E402
+
+#: The package measured: the revision compare_revisions.py names on PYTHONPATH, else this checkout.
+REPO = package_root()
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store  # noqa: E402
 

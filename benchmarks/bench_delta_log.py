@@ -20,9 +20,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import package_root  # noqa: E402
+
+#: The package measured: the revision compare_revisions.py names on PYTHONPATH, else this checkout.
+ROOT = Path(package_root())
 
 import deltalake  # noqa: E402
 from bench_manifest_scale import KEY, build, build_delta, median_of, rows  # noqa: E402

@@ -44,9 +44,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import package_root  # noqa: E402
+
+#: The package measured: the revision compare_revisions.py names on PYTHONPATH, else this checkout.
+ROOT = Path(package_root())
 
 from _common import PeakSampler, make_table, mib  # noqa: E402
 

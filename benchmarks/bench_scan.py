@@ -41,15 +41,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import package_root  # noqa: E402
+
+#: The package measured: the revision compare_revisions.py names on PYTHONPATH, else this checkout.
+ROOT = Path(package_root())
 
 from bench_table_features import make_table, start_moto  # noqa: E402
 
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, S3Store  # noqa: E402
 from dagster_parquet_dataset.dataset import manifest as manifest_module  # noqa: E402
-from dagster_parquet_dataset.dataset.io.read_parts import plan  # noqa: E402
+
+try:  # the package's layout since issue 25; compare_revisions.py may run an older revision's
+    from dagster_parquet_dataset.dataset.io.read_parts import plan
+except ImportError:
+    from dagster_parquet_dataset.dataset._read import plan  # type: ignore[no-redef]
 from dagster_parquet_dataset.dataset.manifest import DatasetManifest, FileEntry, encode_schema, schema_hash  # noqa: E402
 
 _CHILD = {

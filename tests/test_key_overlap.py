@@ -165,6 +165,31 @@ def test_segments_are_not_a_dataset_key(store: Store, monkeypatch: pytest.Monkey
     assert sorted(ParquetDatasetStore(store).read_dataset("a")["id"].to_pylist()) == list(range(40))
 
 
+@pytest.mark.parametrize("name", ["_delta_log", "_delta_manifests"])
+def test_delta_log_is_not_a_dataset_key(store: Store, name: str) -> None:
+    """``_delta_log`` (and ``_delta_manifests``) are reserved like ``_segments``: deleting, writing or
+    vacuuming ``a/_delta_log`` would remove ``a``'s Delta log (issue 29)."""
+    datasets = ParquetDatasetStore(store, delta_log=True)
+    datasets.write_dataset(plain(3), "a")
+    datasets.append_dataset(plain(1, 3), "a")
+    if name == "_delta_manifests":  # a saved manifest, as a commit whose log write found the log behind leaves
+        store.write_bytes(f"a/{name}/00000000000000000009.json", b"{}")
+    before = snapshot(store, "a")
+    assert any(f"/{name}/" in p for p in before)
+    with pytest.raises(ValueError, match=rf"uses the name '{name}', inside the folder of 'a'"):
+        datasets.delete_dataset(f"a/{name}")
+    with pytest.raises(ValueError, match=rf"uses the name '{name}', inside the folder of 'a'"):
+        datasets.write_dataset(plain(1), f"a/{name}")
+    with pytest.raises(ValueError, match=rf"uses the name '{name}'"):
+        datasets.write_dataset(plain(1), f"a/{name}", overwrite=True)
+    with pytest.raises(ValueError, match=rf"uses the name '{name}'"):
+        datasets.vacuum(f"a/{name}")
+    with pytest.raises(ValueError, match=rf"uses the name '{name}'"):
+        datasets.compact_dataset(f"a/{name}")
+    assert snapshot(store, "a") == before
+    assert sorted(ParquetDatasetStore(store).read_dataset("a")["id"].to_pylist()) == [0, 1, 2, 3]
+
+
 # ------------------------------------------------------------------- delete, vacuum, compact of an overlapping key
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from datetime import date, datetime, timezone
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -105,28 +106,27 @@ def parse_value(raw: str, typ: pa.DataType, column: str, text: str) -> Any:
     value, quoted = _unquote(raw.strip())
     if pa.types.is_dictionary(typ):
         typ = typ.value_type
+
+    def converted(convert: Callable[[str], Any], what: str) -> Any:
+        """``convert(value)``; a value it refuses is a UsageError saying the column wants ``what``."""
+        try:
+            return convert(value)
+        except (ValueError, InvalidOperation):
+            raise _bad(text, column, typ, value, what) from None
+
     if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
         return value
     if not quoted and value.lower() in ("null", "none"):
         raise UsageError(f"filter {text!r}: compare with null using 'is null' or 'is not null'")
     if pa.types.is_integer(typ):
-        try:
-            return int(value)
-        except ValueError:
-            raise _bad(text, column, typ, value, "an integer") from None
+        return converted(int, "an integer")
     if pa.types.is_floating(typ):
-        try:
-            number = float(value)
-        except ValueError:
-            raise _bad(text, column, typ, value, "a number") from None
+        number = converted(float, "a number")
         if math.isnan(number):
             raise _bad(text, column, typ, value, "a comparable number")
         return number
     if pa.types.is_decimal(typ):
-        try:
-            return Decimal(value)
-        except InvalidOperation:
-            raise _bad(text, column, typ, value, "a decimal number") from None
+        return converted(Decimal, "a decimal number")
     if pa.types.is_boolean(typ):
         lowered = value.lower()
         if lowered in _TRUE:
@@ -135,15 +135,9 @@ def parse_value(raw: str, typ: pa.DataType, column: str, text: str) -> Any:
             return False
         raise _bad(text, column, typ, value, "a boolean (true or false)")
     if pa.types.is_date(typ):
-        try:
-            return date.fromisoformat(value)
-        except ValueError:
-            raise _bad(text, column, typ, value, "a date (YYYY-MM-DD)") from None
+        return converted(date.fromisoformat, "a date (YYYY-MM-DD)")
     if pa.types.is_timestamp(typ):
-        try:
-            moment = datetime.fromisoformat(value)
-        except ValueError:
-            raise _bad(text, column, typ, value, "an ISO 8601 timestamp (2024-05-01T12:00:00)") from None
+        moment = converted(datetime.fromisoformat, "an ISO 8601 timestamp (2024-05-01T12:00:00)")
         if typ.tz is not None and moment.tzinfo is None:
             moment = moment.replace(tzinfo=timezone.utc)
         return moment

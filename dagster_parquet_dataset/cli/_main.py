@@ -220,6 +220,21 @@ def build_parser() -> argparse.ArgumentParser:
         "behind), in order; print the Delta version now live",
     )
     _keys_options(sync, "sync the Delta log of")
+    sync.add_argument(
+        "--asset",
+        action="append",
+        type=_key_arg,
+        metavar="FOLDER",
+        help="instead of keys: repair the one Delta table of a partitioned asset (FOLDER/_delta_log/) from its "
+        "partition datasets' manifests; repeatable",
+    )
+    sync.add_argument(
+        "--partition-column",
+        action="append",
+        metavar="NAME",
+        help="with --asset, for an asset table not made yet: its partition column, one per folder level of the "
+        "partition datasets, in order (the IO manager's: partition_expr, else 'partition'); repeatable",
+    )
 
     head = command("head", "print a dataset's first rows, reading only the files they are in")
     head.add_argument("key", type=_key_arg, metavar="KEY")

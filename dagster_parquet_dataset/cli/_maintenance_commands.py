@@ -284,7 +284,12 @@ def _compact_line(d: dict[str, Any]) -> str:
 
 
 def cmd_sync_delta_log(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
-    """Write what each dataset's Delta log lacks (``ParquetDatasetStore.sync_delta_log``); print its Delta version."""
+    """Write what each dataset's Delta log lacks (``ParquetDatasetStore.sync_delta_log``), or with ``--asset``
+    repair partitioned assets' one Delta table (``sync_asset_delta_log``); print the Delta version now live."""
+    if args.asset:
+        return _sync_asset_tables(args, ds)
+    if args.partition_column:
+        raise UsageError("sync-delta-log: --partition-column goes with --asset")
     keys, single = _targets(args, ds, "sync-delta-log")
 
     def sync(key: str) -> dict[str, Any]:
@@ -301,8 +306,40 @@ def cmd_sync_delta_log(args: argparse.Namespace, ds: ParquetDatasetStore) -> int
         f"{o.key}: Delta version {o.result['delta_version']}" if o.result else f"FAIL  {o.key}: {o.error}"
         for o in outcomes
     ]
-    failed = sum(1 for o in outcomes if o.error)
+    # A prefix that is a partitioned asset's folder with its one Delta table: that table is repaired too.
+    prefixes = [k.strip("/") for k in dict.fromkeys(args.keys)]
+    tables = [p for p in prefixes if ds.store.exists(f"{p}/_delta_log/{0:020d}.json")]
+    assets = run_each(
+        tables, lambda f: {"asset": f, "delta_version": ds.sync_asset_delta_log(f)}, description="", quiet=True
+    )
+    lines += [
+        f"{o.key}: asset Delta version {o.result['delta_version']}" if o.result else f"FAIL  {o.key}: {o.error}"
+        for o in assets
+    ]
+    failed = sum(1 for o in [*outcomes, *assets] if o.error)
     lines.append(f"{plural(len(outcomes), 'dataset')}: Delta logs in sync, {plural(failed, 'failure')}")
     documents = [o.result or {"key": o.key, "error": o.error} for o in outcomes]
-    emit(args, {"ok": not failed, "datasets": documents}, "\n".join(lines))
+    report: dict[str, Any] = {"ok": not failed, "datasets": documents}
+    if assets:
+        report["assets"] = [o.result or {"asset": o.key, "error": o.error} for o in assets]
+    emit(args, report, "\n".join(lines))
+    return PROBLEMS if failed else OK
+
+
+def _sync_asset_tables(args: argparse.Namespace, ds: ParquetDatasetStore) -> int:
+    if args.keys or args.all:
+        raise UsageError("sync-delta-log takes dataset keys (or --all), or --asset, not both")
+    folders = list(dict.fromkeys(args.asset))
+
+    def sync(folder: str) -> dict[str, Any]:
+        return {"asset": folder, "delta_version": ds.sync_asset_delta_log(folder, columns=args.partition_column)}
+
+    outcomes = run_each(folders, sync, description=f"sync {plural(len(folders), 'asset table')}", quiet=True)
+    lines = [
+        f"{o.key}: asset Delta version {o.result['delta_version']}" if o.result else f"FAIL  {o.key}: {o.error}"
+        for o in outcomes
+    ]
+    failed = sum(1 for o in outcomes if o.error)
+    documents = [o.result or {"asset": o.key, "error": o.error} for o in outcomes]
+    emit(args, {"ok": not failed, "assets": documents}, "\n".join(lines))
     return PROBLEMS if failed else OK

@@ -163,52 +163,24 @@ class SparkDataFrameHandler(TypeHandler):
             OwnerMismatch: the dataset records another owner; nothing is committed.
             RemoteStoreError: the dataset layer failed.
         """
-        key, options = target.dataset_key, target.options
+        key, options, idem = target.dataset_key, target.options, target.idempotency_key
         repartition = False if options.is_default else _repartition_option(target.context)
-        owner = dict(target.expect_owner)
-        run_id, metadata = target.run_id, target.metadata
+        commit = target.commit_kwargs()
 
         def overwrite() -> DatasetManifest:
             return write_spark_dataset(
-                obj,
-                datasets,
-                key,
-                overwrite=True,
-                run_id=run_id,
-                metadata=metadata,
-                partition_by=options.partition_by,
-                repartition=repartition,
-                expect_owner=owner,
+                obj, datasets, key, overwrite=True, partition_by=options.partition_by, repartition=repartition, **commit
             )
 
         def append() -> tuple[DatasetManifest, int]:
             manifest = append_spark_dataset(
-                obj,
-                datasets,
-                key,
-                run_id=run_id,
-                metadata=metadata,
-                partition_by=options.partition_by,
-                allow_new_columns=options.allow_new_columns,
-                repartition=repartition,
-                expect_owner=owner,
-                idempotency_key=target.idempotency_key,
+                obj, datasets, key, repartition=repartition, idempotency_key=idem, **commit, **options.append_kwargs()
             )
             return manifest, _appended(manifest)
 
         def merge() -> MergeResult:
             return merge_spark_dataset(
-                obj,
-                datasets,
-                key,
-                key_columns=list(options.key_columns or ()),
-                strategy=options.merge_strategy,
-                partition_by=options.partition_by,
-                run_id=run_id,
-                metadata=metadata,
-                repartition=repartition,
-                expect_owner=owner,
-                idempotency_key=target.idempotency_key,
+                obj, datasets, key, repartition=repartition, idempotency_key=idem, **commit, **options.merge_kwargs()
             )
 
         written = by_mode(target, datasets, overwrite=overwrite, append=append, merge=merge)

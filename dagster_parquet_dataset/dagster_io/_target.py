@@ -65,6 +65,11 @@ class OutputTarget:
         """The output's definition metadata (empty outside a step), for handler-specific options."""
         return (getattr(self.context, "definition_metadata", None) or {}) if self.context is not None else {}
 
+    def commit_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments every write mode's call takes from the target: ``run_id`` and ``metadata``
+        (recorded in the manifest unchanged) and ``expect_owner`` (checked by the commit)."""
+        return {"run_id": self.run_id, "metadata": self.metadata, "expect_owner": dict(self.expect_owner)}
+
 
 @dataclass(frozen=True)
 class InputTarget:

@@ -119,35 +119,22 @@ def write_arrow(target: OutputTarget, datasets: ParquetDatasetStore, data: pa.Ta
         target = replace(target, live=read_live(datasets, key))
     assert target.live is not None
     view = write_from_live(datasets, target.live)  # the write begins from the live version read
-    owner = dict(target.expect_owner)
-    run_id, metadata = target.run_id, target.metadata
+    commit = target.commit_kwargs()
 
     def overwrite() -> DatasetManifest:
-        return view.write_dataset(
-            data,
-            key,
-            overwrite=True,
-            run_id=run_id,
-            metadata=metadata,
-            partition_by=options.partition_by,
-            expect_owner=owner,
-        )
+        return view.write_dataset(data, key, overwrite=True, partition_by=options.partition_by, **commit)
 
     def append() -> tuple[DatasetManifest, int]:
         counted, taken = _counted(data)
-        kwargs = options.append_kwargs()
         try:
-            manifest = view.append_dataset(
-                counted, key, run_id=run_id, metadata=metadata, expect_owner=owner, idempotency_key=idem, **kwargs
-            )
+            manifest = view.append_dataset(counted, key, idempotency_key=idem, **commit, **options.append_kwargs())
         except ValueError as exc:
             raise _in_dagster_terms(exc) from None
         return manifest, taken()
 
     def merge() -> MergeResult:
         source = data.read_all() if isinstance(data, pa.RecordBatchReader) else data
-        kwargs = {**options.merge_kwargs(), "idempotency_key": idem}
-        return view.merge_dataset(source, key, run_id=run_id, metadata=metadata, expect_owner=owner, **kwargs)
+        return view.merge_dataset(source, key, idempotency_key=idem, **commit, **options.merge_kwargs())
 
     return by_mode(target, datasets, overwrite=overwrite, append=append, merge=merge)
 

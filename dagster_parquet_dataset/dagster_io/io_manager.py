@@ -34,6 +34,7 @@ from . import _ownership as _own
 from . import _presentation as _present
 from . import keys as keys_mod
 from ._asset_data_version import set_output_data_version
+from ._asset_delta import update_asset_table
 from ._handler_base import TypeHandler
 from ._load import NoDataStored, UnsupportedTypeError, input_target, load_input, type_label
 from ._output_metadata import manifest_metadata, output_metadata
@@ -124,7 +125,8 @@ class RemoteStoreIOManager(ConfigurableIOManager):
             commit that replaced it; 168 (7 days) by default, ``None``: no time limit.
             A version stays while both limits allow; see ``ParquetDatasetStore``.
         delta_log: also keep each dataset's Delta log, so every output is a Delta table too
-            (``ParquetDatasetStore(delta_log=True)``, docs/delta.md).
+            (``ParquetDatasetStore(delta_log=True)``), and each partitioned asset's one Delta table over
+            its partitions (docs/delta.md); the store resource's ``delta_log`` turns it on too.
         preview_rows: rows of each output shown in its ``preview`` output metadata
             (a Markdown table taken from the data as it is written); ``0`` turns it off.
             An asset's ``dagster/column_schema`` column descriptions are written into the
@@ -280,9 +282,14 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 max_rows_per_file=self.max_rows_per_file,
                 retain_versions=self.retain_versions,
                 retain_for=None if self.retain_for_hours is None else timedelta(hours=self.retain_for_hours),
-                delta_log=self.delta_log,
+                delta_log=self.keeps_delta_log,
             )
         return self._datasets
+
+    @property
+    def keeps_delta_log(self) -> bool:
+        """Whether Delta logs are kept: ``delta_log`` here or on the store resource (either turns it on)."""
+        return self.delta_log or self.store_resource.delta_log
 
     @property
     def datasets(self) -> ParquetDatasetStore:
@@ -440,7 +447,19 @@ class RemoteStoreIOManager(ConfigurableIOManager):
                 (recorded in its manifest); nothing is written.
             RemoteStoreError: the dataset layer failed (e.g. ``CommitConflict``).
             BackfillIncomplete: a single-run backfill committed some partitions and not others.
+
+        With ``delta_log``, a partitioned asset's one Delta table (``<asset>/_delta_log/``) then takes the
+        partitions' new versions (see :mod:`._asset_delta`; a failure there is a warning, never the step's).
         """
+        try:
+            self._handle_output(context, obj)
+        finally:
+            if self.keeps_delta_log and context.has_asset_key and context.has_asset_partitions:
+                update_asset_table(
+                    context, self._dataset_store(), prefix=self._prefix or "", key_for=self._asset_key_for_partition
+                )
+
+    def _handle_output(self, context: OutputContext, obj: Any) -> None:
         self._check_executor(context)
         datasets = self._dataset_store()
         what = _ctx.describe_output(context)

@@ -13,7 +13,7 @@ folder level or leave its folder: the result always passes
 :func:`~dagster_parquet_dataset.storage.base.validate_key`.
 
 A value that is a name the dataset format keeps for itself (``_versions``,
-``_segments``, ...) gets its first character percent-encoded, so partition keys
+``_segments``, ``_delta_log``, ...) gets its first character percent-encoded, so partition keys
 (user data) can be anything and still never collide with a dataset's own files.
 
 This module is pure: it knows nothing about Dagster contexts, only strings.
@@ -42,7 +42,7 @@ def escape_segment(value: str) -> str:
     Percent-encodes ``%``, ``/``, ``\\`` and NUL anywhere, a segment that is
     exactly ``.`` or ``..`` (as ``%2E`` / ``%2E%2E``), the empty string
     (as a lone ``%``), and the first character of a name the dataset format
-    reserves (``_versions`` -> ``%5Fversions``, ``_segments``, ``manifest.json``,
+    reserves (``_versions`` -> ``%5Fversions``, ``_segments``, ``_delta_log``, ``manifest.json``,
     ``_SUCCESS``, ``_claim``, ``_spark_staging-*``, hidden ``.*.lock`` /
     ``.*.tmp``; see :func:`~dagster_parquet_dataset.dataset.engine.is_reserved_segment`). Everything else (dates, ``|``, ``:``, spaces, unicode)
     is kept as is, so ordinary partition keys stay readable. Distinct values

@@ -28,7 +28,19 @@ class StoreResource(ConfigurableResource):
     """Base class of the store resources: something that provides a :class:`Store`.
 
     A new backend is one more subclass that implements :meth:`get_store`.
+
+    Attributes:
+        delta_log: every ``RemoteStoreIOManager`` on this store keeps each dataset's Delta log (and each
+            partitioned asset's one Delta table), as its own ``delta_log=True`` does (docs/delta.md).
     """
+
+    delta_log: bool = Field(
+        default=False,
+        description=(
+            "Every RemoteStoreIOManager on this store also keeps each dataset's Delta log (_delta_log/) and "
+            "each partitioned asset's one Delta table, as RemoteStoreIOManager(delta_log=True) does (docs/delta.md)."
+        ),
+    )
 
     #: Whether the store is visible only inside the process that created it
     #: (then only Dagster's in-process executor can pass data between steps).

@@ -19,24 +19,19 @@ meanwhile, and then rebuilds on the newer version (see :mod:`.commit.live`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
-
-import pyarrow as pa
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import ManifestCorrupted, NotFound
 from ..storage.base import validate_key
 from .commit.live import LiveVersion
 from .commit.live import read_live as _read_live
-from .expressions.merge_keys import MergeResult
 from .format.segments import SegmentGone
 from .io.read_parts import ReadPlan
 from .manifest import DatasetManifest
-from .ops import append, merge, write
 from .ops.many import CommittedManifests, read_committed, scan_many
 from .ops.read import check_scan_keys, plan_manifest
-from .ops.read import read_dataset as read_pinned
 from .store import ParquetDatasetStore
 
 if TYPE_CHECKING:
@@ -93,9 +88,7 @@ class PinnedDatasets(ParquetDatasetStore):
     @property
     def unpinned(self) -> ParquetDatasetStore:
         """The same store and options, reading every manifest afresh."""
-        plain = ParquetDatasetStore.__new__(ParquetDatasetStore)
-        plain.__dict__.update({k: v for k, v in vars(self).items() if k != "pins"})
-        return plain
+        return _view(ParquetDatasetStore, self)
 
     def read_manifest(self, key: str, *, version: int | None = None, as_of: datetime | None = None) -> DatasetManifest:
         """As :meth:`ParquetDatasetStore.read_manifest`; a pinned key's latest is its pinned manifest.
@@ -131,43 +124,10 @@ class PinnedDatasets(ParquetDatasetStore):
         except SegmentGone:  # a commit replaced the pinned version and its segments went: plan on the live one
             return super().plan_read(key, filters=filters)
 
-    def read_dataset(
-        self,
-        key: str,
-        *,
-        columns: Sequence[str] | None = None,
-        filters: Any = None,
-        version: int | None = None,
-        as_of: datetime | None = None,
-    ) -> pa.Table:
-        """As :meth:`ParquetDatasetStore.read_dataset`; a pinned key's latest is read from its pinned manifest
-        (and, as any read, from the newer version if a commit removed the files it lists meanwhile).
-
-        Raises:
-            As :meth:`ParquetDatasetStore.read_dataset` (for a pinned key, what reading its manifest gave).
-        """
-        if version is not None or as_of is not None or key not in self.pins.keys:
-            return super().read_dataset(key, columns=columns, filters=filters, version=version, as_of=as_of)
-        manifest = self.pins.manifest(key)
-        return read_pinned(self.store, key, columns=columns, filters=filters, version=None, committed=manifest)
-
-    def scan_dataset(
-        self,
-        key: str,
-        *,
-        columns: Sequence[str] | None = None,
-        filters: Any = None,
-        version: int | None = None,
-        as_of: datetime | None = None,
-    ) -> pads.Dataset:
-        """As :meth:`ParquetDatasetStore.scan_dataset`; a pinned key's latest is scanned from its pinned manifest.
-
-        Raises:
-            As :meth:`ParquetDatasetStore.scan_dataset` (for a pinned key, what reading its manifest gave).
-        """
-        if version is not None or as_of is not None or key not in self.pins.keys:
-            return super().scan_dataset(key, columns=columns, filters=filters, version=version, as_of=as_of)
-        return scan_many(self.store, [key], columns=columns, filters=filters, committed=self.pins)
+    def _pinned_for(self, key: str, version: int | None) -> CommittedManifests | None:
+        """:attr:`pins` for the latest version of a key it pins (``read_dataset`` and ``scan_dataset`` start
+        from its manifest, or raise the error recorded for it), else ``None`` (they read the store)."""
+        return self.pins if version is None and key in self.pins.keys else None
 
     def scan_datasets(
         self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None
@@ -189,8 +149,7 @@ def pin_manifests(datasets: ParquetDatasetStore, committed: CommittedManifests) 
     """
     if not isinstance(committed, CommittedManifests):
         raise TypeError(f"committed must come from read_committed_manifests, got {type(committed).__name__}")
-    pinned = PinnedDatasets.__new__(PinnedDatasets)
-    pinned.__dict__.update({k: v for k, v in vars(datasets).items() if k != "pins"})
+    pinned = _view(PinnedDatasets, datasets)
     pinned.pins = committed
     return pinned
 
@@ -218,98 +177,9 @@ class LiveDatasets(ParquetDatasetStore):
 
     live: LiveVersion
 
-    def write_dataset(
-        self,
-        table: pa.Table | pa.RecordBatchReader,
-        key: str,
-        *,
-        overwrite: bool = False,
-        run_id: str | None = None,
-        metadata: dict[str, str] | None = None,
-        partition_by: Sequence[str] | None = None,
-        expect_owner: Mapping[str, str | None] | None = None,
-    ) -> DatasetManifest:
-        """As :meth:`ParquetDatasetStore.write_dataset`, beginning from :attr:`live` for its key.
-
-        Raises:
-            As :meth:`ParquetDatasetStore.write_dataset`.
-        """
-        live = self.live if key == self.live.key else None
-        return write.write_dataset(
-            self._options,
-            table,
-            key,
-            overwrite,
-            run_id,
-            metadata=metadata,
-            partition_by=partition_by,
-            expect_owner=expect_owner,
-            live=live,
-        )
-
-    def append_dataset(
-        self,
-        table: pa.Table | pa.RecordBatchReader,
-        key: str,
-        *,
-        run_id: str | None = None,
-        metadata: dict[str, str] | None = None,
-        partition_by: Sequence[str] | None = None,
-        allow_new_columns: bool = False,
-        expect_owner: Mapping[str, str | None] | None = None,
-        idempotency_key: str | None = None,
-    ) -> DatasetManifest:
-        """As :meth:`ParquetDatasetStore.append_dataset`, beginning from :attr:`live` for its key.
-
-        Raises:
-            As :meth:`ParquetDatasetStore.append_dataset`.
-        """
-        live = self.live if key == self.live.key else None
-        return append.append_dataset(
-            self._options,
-            table,
-            key,
-            run_id,
-            metadata,
-            partition_by=partition_by,
-            allow_new_columns=allow_new_columns,
-            expect_owner=expect_owner,
-            idempotency_key=idempotency_key,
-            live=live,
-        )
-
-    def merge_dataset(
-        self,
-        source: pa.Table,
-        key: str,
-        *,
-        key_columns: Sequence[str],
-        strategy: str = "upsert",
-        partition_by: Sequence[str] | None = None,
-        run_id: str | None = None,
-        metadata: dict[str, str] | None = None,
-        expect_owner: Mapping[str, str | None] | None = None,
-        idempotency_key: str | None = None,
-    ) -> MergeResult:
-        """As :meth:`ParquetDatasetStore.merge_dataset`; its first attempt plans on :attr:`live` for its key.
-
-        Raises:
-            As :meth:`ParquetDatasetStore.merge_dataset`.
-        """
-        live = self.live if key == self.live.key else None
-        return merge.merge_dataset(
-            self._options,
-            source,
-            key,
-            key_columns,
-            strategy,
-            partition_by=partition_by,
-            run_id=run_id,
-            metadata=metadata,
-            expect_owner=expect_owner,
-            idempotency_key=idempotency_key,
-            live=live,
-        )
+    def _live_for(self, key: str) -> LiveVersion | None:
+        """:attr:`live` for its key (the write, append or merge begins from it), else ``None``."""
+        return self.live if key == self.live.key else None
 
 
 def write_from_live(datasets: ParquetDatasetStore, live: LiveVersion) -> LiveDatasets:
@@ -320,7 +190,16 @@ def write_from_live(datasets: ParquetDatasetStore, live: LiveVersion) -> LiveDat
     """
     if not isinstance(live, LiveVersion):
         raise TypeError(f"live must come from read_live, got {type(live).__name__}")
-    view = LiveDatasets.__new__(LiveDatasets)
-    view.__dict__.update({k: v for k, v in vars(datasets).items() if k not in ("pins", "live")})
+    view = _view(LiveDatasets, datasets)
     view.live = live
+    return view
+
+
+_View = TypeVar("_View", bound=ParquetDatasetStore)
+
+
+def _view(cls: type[_View], datasets: ParquetDatasetStore) -> _View:
+    """A ``cls`` with ``datasets``' store and options (no I/O), without another view's pins or live version."""
+    view = cls.__new__(cls)
+    view.__dict__.update({k: v for k, v in vars(datasets).items() if k not in ("pins", "live")})
     return view

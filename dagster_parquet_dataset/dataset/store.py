@@ -31,6 +31,9 @@ from .ops.merge_plan import MergePlan, plan_merge
 if TYPE_CHECKING:
     import pyarrow.dataset as pads
 
+    from .commit.live import LiveVersion
+    from .ops.many import CommittedManifests
+
 
 class ParquetDatasetStore(MaintenanceMethods):
     """Write and read Parquet datasets (parts + ``manifest.json`` + ``_SUCCESS``) on a Store.
@@ -101,6 +104,29 @@ class ParquetDatasetStore(MaintenanceMethods):
     def _key(key: str) -> str:
         return validate_key(key, what="dataset key")
 
+    def _live_for(self, key: str) -> LiveVersion | None:
+        """The live version a write, append or merge of ``key`` begins from instead of reading the manifest:
+        none here (a view made by :func:`~._pinned.write_from_live` holds one for its dataset)."""
+        return None
+
+    def _pinned_for(self, key: str, version: int | None) -> CommittedManifests | None:
+        """The committed manifests a read of ``key`` (``version``: ``None`` for the latest) starts from instead
+        of fetching ``key``'s: none here (a view made by :func:`~._pinned.pin_manifests` holds them)."""
+        return None
+
+    def _resolve(
+        self, key: str, version: int | None, as_of: datetime | None
+    ) -> tuple[str, int | None, CommittedManifests | None]:
+        """A read's ``key`` validated, the version it reads (``as_of`` resolved) and the manifests it starts from.
+
+        Raises:
+            ValueError / TypeError: a bad key; both ``version`` and ``as_of``; a naive ``as_of``.
+            NotFound / VersionNotRetained: as :func:`~.ops.as_of.version_at` for ``as_of``.
+        """
+        key = self._key(key)
+        version = resolve_version(self.store, key, version, as_of)
+        return key, version, self._pinned_for(key, version)
+
     def write_dataset(
         self,
         table: pa.Table | pa.RecordBatchReader,
@@ -142,6 +168,7 @@ class ParquetDatasetStore(MaintenanceMethods):
             metadata=metadata,
             partition_by=partition_by,
             expect_owner=expect_owner,
+            live=self._live_for(key),
         )
 
     def begin_write(
@@ -265,6 +292,7 @@ class ParquetDatasetStore(MaintenanceMethods):
             allow_new_columns=allow_new_columns,
             expect_owner=expect_owner,
             idempotency_key=idempotency_key,
+            live=self._live_for(key),
         )
 
     def merge_dataset(
@@ -313,6 +341,7 @@ class ParquetDatasetStore(MaintenanceMethods):
             metadata=metadata,
             expect_owner=expect_owner,
             idempotency_key=idempotency_key,
+            live=self._live_for(key),
         )
 
     def compact_dataset(
@@ -559,9 +588,11 @@ class ParquetDatasetStore(MaintenanceMethods):
             ManifestCorrupted: the manifest cannot be parsed or lists a part twice.
             ValueError / TypeError: an unknown column, bad filters; both ``version`` and ``as_of``; a naive ``as_of``.
         """
-        key = self._key(key)
-        version = resolve_version(self.store, key, version, as_of)
-        return read.read_dataset(self.store, key, columns=columns, filters=filters, version=version)
+        key, version, pinned = self._resolve(key, version, as_of)
+        committed = pinned.manifest(key) if pinned is not None else None
+        return read.read_dataset(
+            self.store, key, columns=columns, filters=filters, version=version, committed=committed
+        )
 
     def scan_dataset(
         self,
@@ -585,8 +616,9 @@ class ParquetDatasetStore(MaintenanceMethods):
             ValueError / TypeError: an unknown column, malformed filters; a bad ``as_of`` as :meth:`read_dataset`.
             CapabilityNotSupported: the store cannot be read through a pyarrow filesystem.
         """
-        key = self._key(key)
-        version = resolve_version(self.store, key, version, as_of)
+        key, version, pinned = self._resolve(key, version, as_of)
+        if pinned is not None:  # the latest version, from the manifests a pinned view holds
+            return many.scan_many(self.store, [key], columns=columns, filters=filters, committed=pinned)
         return read.scan(self.store, [key], columns=columns, filters=filters, version=version)
 
     def scan_datasets(

@@ -42,3 +42,28 @@ def test_delta_log_option_makes_the_cli_s_commits_write_the_log(local: Target) -
     assert live.version == 2
     assert DeltaTable(local.store.uri("t")).version() == 2
     assert sorted(DeltaTable(local.store.uri("t")).to_pyarrow_table().column("x").to_pylist()) == [1, 2, 3]
+
+
+def test_sync_delta_log_over_an_asset_folder_repairs_its_one_table(local: Target) -> None:
+    ds = ParquetDatasetStore(local.store)
+    for day, n in (("2024-01-01", 1), ("2024-01-02", 2)):
+        ds.write_dataset(pa.table({"n": [n]}), f"sales/{day}")
+    first = local.cli("sync-delta-log", "--asset", "sales", "--partition-column", "day")
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == "sales: asset Delta version 0"
+    ds.write_dataset(pa.table({"n": [3]}), "sales/2024-01-03")
+    again = local.cli("sync-delta-log", "--asset", "sales", "--json")  # the columns the table was made with
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == {"ok": True, "assets": [{"asset": "sales", "delta_version": 1}]}
+    rows = DeltaTable(local.store.uri("sales")).to_pyarrow_table().to_pylist()
+    assert sorted((r["day"], r["n"]) for r in rows) == [("2024-01-01", 1), ("2024-01-02", 2), ("2024-01-03", 3)]
+    both = local.cli("sync-delta-log", "sales", "--asset", "sales")
+    assert both.returncode != 0 and "not both" in both.stderr
+    # The asset's prefix: its partition datasets' own logs, and its one table, which takes in a new partition.
+    ds.write_dataset(pa.table({"n": [4]}), "sales/2024-01-04")
+    prefix = local.cli("sync-delta-log", "sales", "--json")
+    assert prefix.returncode == 0, prefix.stderr
+    document = json.loads(prefix.stdout)
+    assert {d["key"] for d in document["datasets"]} == {f"sales/2024-01-0{i}" for i in range(1, 5)}
+    assert document["assets"] == [{"asset": "sales", "delta_version": 2}]
+    assert DeltaTable(local.store.uri("sales")).to_pyarrow_table().num_rows == 4

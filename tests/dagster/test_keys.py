@@ -46,6 +46,8 @@ def test_asset_keys_follow_the_design_mapping() -> None:
         ("..x", "..x"),
         ("_versions", "%5Fversions"),
         ("_segments", "%5Fsegments"),
+        ("_delta_log", "%5Fdelta_log"),
+        ("_delta_manifests", "%5Fdelta_manifests"),
         ("manifest.json", "%6Danifest.json"),
         ("_SUCCESS", "%5FSUCCESS"),
         ("_claim", "%5Fclaim"),

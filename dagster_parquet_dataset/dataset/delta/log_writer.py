@@ -70,6 +70,10 @@ def checkpoint_path(key: str, version: int) -> str:
     return f"{key}/{LOG_DIR}/{version:020d}.checkpoint.parquet"
 
 
+def last_checkpoint_path(key: str) -> str:
+    return f"{key}/{LOG_DIR}/{_LAST_CHECKPOINT}"
+
+
 def _pending_path(key: str, version: int) -> str:
     return f"{key}/{PENDING_DIR}/{version:020d}.json"
 
@@ -84,7 +88,7 @@ class _Listing:
         return self.commits[-1] if self.commits else -1
 
 
-def _list_log(store: Store, key: str) -> _Listing:
+def list_log(store: Store, key: str) -> _Listing:
     out = _Listing()
     prefix = f"{key}/{LOG_DIR}/"
     for info in store.list_files(f"{key}/{LOG_DIR}"):
@@ -358,7 +362,7 @@ def _checkpoint(store: Store, key: str, state: _State) -> None:
         put_if_absent(store, checkpoint_path(key, state.version), data)
     except CommitConflict:
         pass  # another writer wrote this version's checkpoint
-    last_path = f"{key}/{LOG_DIR}/{_LAST_CHECKPOINT}"
+    last_path = last_checkpoint_path(key)
     try:
         current = json.loads(store.read_bytes(last_path)).get("version", -1)
     except (NotFound, ValueError):
@@ -397,7 +401,7 @@ def sync_log(
         upto = live.version
     state = None if fill else _quick_start(store, key, manifests, upto)
     if state is None:
-        listing = _list_log(store, key)
+        listing = list_log(store, key)
         if listing.last >= upto:
             return listing.last
         if not fill and listing.last < 0 and upto > 1 and manifests.get(1) is None:
@@ -410,7 +414,7 @@ def sync_log(
                 return listing.last
             # Save this version's manifest, then look again: whoever writes the versions before it finds it.
             store.write_bytes(_pending_path(key, upto), mine.to_json().encode("utf-8"))
-            listing = _list_log(store, key)
+            listing = list_log(store, key)
             if listing.last >= upto:
                 return listing.last
         last = listing.last
@@ -419,7 +423,7 @@ def sync_log(
             ict = (millis(first.created_at_utc) if first is not None else 0) - 1
             actions, state = _create_actions(key, first, ict)
             if not _write_commit(store, key, 0, actions):
-                state = _replay(store, key, _list_log(store, key), 0)
+                state = _replay(store, key, list_log(store, key), 0)
             last = 0
         else:
             state = _fast_state(store, key, last, manifests.get(last)) or _replay(store, key, listing, last)
@@ -436,7 +440,7 @@ def sync_log(
         else:
             actions, after = _version_actions(store, key, state, manifest)
         if not _write_commit(store, key, version, actions):
-            after = _fast_state(store, key, version, manifest) or _replay(store, key, _list_log(store, key), version)
+            after = _fast_state(store, key, version, manifest) or _replay(store, key, list_log(store, key), version)
         state = after
         written += len(actions)
         if version % CHECKPOINT_INTERVAL == 0 or written >= CHECKPOINT_ACTIONS:
@@ -471,7 +475,7 @@ def _write_commit(store: Store, key: str, version: int, actions: list[Any]) -> b
 def expire_log(store: Store, key: str, oldest_retained: int) -> list[str]:
     """Delete the commits, checkpoints and saved manifests before the newest checkpoint at or below
     ``oldest_retained`` (the log then starts at that checkpoint); return what was deleted."""
-    listing = _list_log(store, key)
+    listing = list_log(store, key)
     base = max((c for c in listing.checkpoints if c <= oldest_retained), default=None)
     if base is None:
         return []

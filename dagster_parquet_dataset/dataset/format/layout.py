@@ -15,14 +15,15 @@ SEGMENTS_DIR = "_segments"
 #: The Spark layer's staging folders under a dataset key start with this.
 STAGING_PREFIX = "_spark_staging-"
 RESERVED_NAMES = (MANIFEST_NAME, SUCCESS_NAME, CLAIM_NAME)
-#: Folders a dataset keeps for itself under its key.
-RESERVED_FOLDERS = (VERSIONS_DIR, SEGMENTS_DIR)
+#: Folders a dataset keeps for itself under its key (a partitioned asset's folder holds a ``_delta_log`` too).
+RESERVED_FOLDERS = (VERSIONS_DIR, SEGMENTS_DIR, *DELTA_DIRS)
 #: A store's hidden files beside an object (``LocalStore``'s ``.manifest.json.lock`` and ``.<name>.<hex>.tmp``).
 HIDDEN_SUFFIXES = (".lock", ".tmp")
 #: Every name the format reserves, as an error message lists them.
 RESERVED_DESCRIPTION = (
-    f"{MANIFEST_NAME}, {SUCCESS_NAME}, {CLAIM_NAME}, {VERSIONS_DIR}/, {SEGMENTS_DIR}/, {STAGING_PREFIX}*, "
-    "hidden lock and temporary files"
+    f"{MANIFEST_NAME}, {SUCCESS_NAME}, {CLAIM_NAME}, {VERSIONS_DIR}/, {SEGMENTS_DIR}/, "
+    + "".join(f"{d}/, " for d in DELTA_DIRS)
+    + f"{STAGING_PREFIX}*, hidden lock and temporary files"
 )
 
 _VERSION_FILE = re.compile(r"(\d{20})\.json")

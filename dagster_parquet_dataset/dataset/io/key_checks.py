@@ -25,7 +25,14 @@ import pyarrow as pa
 
 from ...errors import DatasetIncomplete, DatasetNotFound, ManifestCorrupted, NotFound
 from ...storage.base import Store
-from ..format.layout import CLAIM_NAME, HIDDEN_SUFFIXES, MANIFEST_NAME, RESERVED_DESCRIPTION, is_reserved_segment
+from ..format.layout import (
+    CLAIM_NAME,
+    DELTA_DIRS,
+    HIDDEN_SUFFIXES,
+    MANIFEST_NAME,
+    RESERVED_DESCRIPTION,
+    is_reserved_segment,
+)
 from ..format.partition import partition_folder
 from ..manifest import DatasetManifest
 from .parallel import parallel_map
@@ -255,7 +262,9 @@ def missing_dataset_error(key: str, paths: Iterable[str]) -> DatasetIncomplete:
         (naming the nested datasets, if any).
     """
     # A ``_claim`` or a lock file alone is a write that stopped before writing any data: nothing to read.
-    paths = [p for p in paths if p != f"{key}/{CLAIM_NAME}" and not _is_hidden_marker(p)]
+    # Nor does a partitioned asset's Delta table over its nested partition datasets (``<key>/_delta_log/``).
+    delta = tuple(f"{key}/{d}/" for d in DELTA_DIRS)
+    paths = [p for p in paths if p != f"{key}/{CLAIM_NAME}" and not _is_hidden_marker(p) and not p.startswith(delta)]
     own_manifest = f"{key}/{_MANIFEST}"
     nested = sorted(p[: -len(_MANIFEST) - 1] for p in paths if p.endswith("/" + _MANIFEST) and p != own_manifest)
     prefixes = tuple(n + "/" for n in nested)

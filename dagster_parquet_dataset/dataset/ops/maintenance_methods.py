@@ -5,7 +5,7 @@ under the 700-line limit; it does not import the facade."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import timedelta
 
 from ...storage.base import validate_key
@@ -75,3 +75,31 @@ class MaintenanceMethods:
             ValueError: a column Delta cannot hold without column mapping (nothing is written).
         """
         return delta_sync.sync_delta_log(self._options, self._key(key))
+
+    def sync_asset_delta_log(
+        self, folder: str, *, columns: Sequence[str] | None = None, partitions: Sequence[str] | None = None
+    ) -> int:
+        """Bring the one Delta table over the partition datasets under ``folder`` (a partitioned asset's
+        folder: ``<folder>/_delta_log/``) up to their live manifests; return its Delta version now live
+        (``-1``: no table, as no partition dataset exists yet).
+
+        The table lists every partition dataset's live files, paths relative to ``folder``; its partition
+        columns are ``columns`` (one per folder level of the partition datasets, a value being its folder
+        name percent-decoded), then the datasets' own ``partition_by``. A column the data already holds is
+        read from the files instead. A second call changes nothing. Works with ``delta_log`` off too
+        (docs/delta.md, "One Delta table per partitioned asset").
+
+        Args:
+            folder: the asset's folder; the partition datasets are ``<folder>/<p>`` (``<folder>/<v1>/<v2>``).
+            columns: the partition column names; unset: the ones the table was made with.
+            partitions: the partition folders (relative to ``folder``) to bring up to date; unset: every
+                dataset found under ``folder`` plus every folder the table lists (a deleted one leaves it).
+
+        Raises:
+            CapabilityNotSupported: the store cannot put-if-absent or list.
+            ValueError: a bad ``folder``, ``columns`` (unset with no table yet, or other than the table's) or
+                partition folder; partitions whose column types differ; a column Delta cannot hold.
+            CommitConflict: other writers kept winning the table's next version (nothing of this call landed).
+            OSError / ManifestCorrupted: the store failed or a manifest is unreadable; the table is as it was.
+        """
+        return delta_sync.sync_asset_delta_log(self._options, self._key(folder), columns=columns, partitions=partitions)

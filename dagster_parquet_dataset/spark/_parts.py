@@ -300,7 +300,13 @@ def drop_staging(store: Store, key: str, txn: str) -> None:
 
 
 def write_staged(
-    df: DataFrame, datasets: ParquetDatasetStore, key: str, txn: str, schema: pa.Schema, name: Callable[[int], str]
+    df: DataFrame,
+    datasets: ParquetDatasetStore,
+    *,
+    key: str,
+    txn: str,
+    schema: pa.Schema,
+    name: Callable[[int], str],
 ) -> list[FileEntry]:
     """Write ``df`` unsplit as parts of ``key``; on a store that renames, staged then renamed to ``name(i)``.
 

@@ -71,7 +71,9 @@ def write_parts_of(
     try:
         if resolved == "native":
             return write_native(df, datasets, pending.key, pending.txn, schema, name=pending.part_name)
-        return write_staged(df, datasets, pending.key, pending.txn, schema, pending.part_name), schema
+        return write_staged(
+            df, datasets, key=pending.key, txn=pending.txn, schema=schema, name=pending.part_name
+        ), schema
     except BaseException:
         abandon(datasets, pending, native_folder(datasets, pending.txn) if resolved == "native" else None)
         raise

@@ -15,6 +15,7 @@ def commit_segments(
     key: str,
     new: DatasetManifest,
     current: DatasetManifest | None,
+    *,
     name: Callable[[], str],
     record: Callable[[str], None],
 ) -> tuple[tuple[SegmentRef, ...], tuple[Any, ...]]:

@@ -472,7 +472,7 @@ class Transaction:
             previous, done = (), ()
         ours = () if self._idempotency is None else ((*self._idempotency, self.txn),)
         record = lambda relative: self.record(f"{self.key}/{relative}")  # noqa: E731
-        segments, inline = commit_segments(self.store, self.key, new, current, self._segment_name, record)
+        segments, inline = commit_segments(self.store, self.key, new, current, name=self._segment_name, record=record)
         if segments or new.added or new.segments:
             new = new.evolve(segments=segments, added=inline)
         if new.format_version >= SEGMENTED_FORMAT:

@@ -91,15 +91,21 @@ def stored_schema(schema: pa.Schema, *, key: str = "") -> pa.Schema:
     return stored.with_metadata(schema.metadata) if schema.metadata else stored
 
 
-def recorded_schema(schema: pa.Schema, partition_by: Sequence[str] = (), *, key: str) -> pa.Schema:
+def recorded_schema(
+    schema: pa.Schema, partition_by: Sequence[str] = (), *, key: str, names_checked: bool = False
+) -> pa.Schema:
     """The schema a manifest records for data of ``schema``: file columns as Parquet
     reads them back, partition columns as given.
+
+    ``names_checked``: the caller already ran :func:`check_column_names` on ``schema``
+    (the write pipeline decides a schema once and checks its names once).
 
     Raises:
         ValueError: a column name repeats.
         TypeError: a column's type cannot be stored in Parquet.
     """
-    check_column_names(schema, key=key)
+    if not names_checked:
+        check_column_names(schema, key=key)
     files = stored_schema(pa.schema([f for f in schema if f.name not in partition_by]), key=key)
     fields = [f if f.name in partition_by else files.field(f.name) for f in schema]
     return pa.schema(fields, metadata=schema.metadata)
@@ -172,6 +178,7 @@ def evolve_schema(
     allow_new_columns: bool,
     key: str,
     partition_by: Sequence[str] = (),
+    names_checked: bool = False,
 ) -> pa.Schema:
     """The dataset schema after appending data of schema ``incoming``.
 
@@ -180,14 +187,15 @@ def evolve_schema(
     timestamp unit, ``large_string`` for ``string``, ...; the values
     themselves are checked when they are converted). New columns are added at
     the end, with their stored types, only with ``allow_new_columns`` and only
-    if nullable.
+    if nullable. ``names_checked``: the caller ran :func:`check_column_names` on ``incoming`` already.
 
     Raises:
         ValueError: columns repeat, are missing, have incompatible types, or are
             new without the opt-in; the message names every differing column.
         TypeError: a new column's type cannot be stored in Parquet.
     """
-    check_column_names(incoming, key=key)
+    if not names_checked:
+        check_column_names(incoming, key=key)
     problems: list[str] = []
     missing = [f.name for f in dataset if incoming.get_field_index(f.name) < 0]
     if missing:
@@ -220,7 +228,7 @@ def evolve_schema(
         problems.append(f"new columns {not_nullable} are not nullable; older files cannot hold them")
     if problems:
         raise ValueError(f"dataset {key!r}: the data's schema differs: " + "; ".join(problems))
-    added = list(recorded_schema(pa.schema(new), key=key)) if new else []
+    added = list(recorded_schema(pa.schema(new), key=key, names_checked=True)) if new else []
     return pa.schema(list(dataset) + added, metadata=dataset.metadata)
 
 
@@ -266,7 +274,12 @@ def _conform_batch(
     return pa.Table.from_arrays(columns, schema=out_schema)
 
 
-def _check_columns(names: Sequence[str], schema: pa.Schema, key: str) -> None:
+def check_same_columns(names: Sequence[str], schema: pa.Schema, *, key: str) -> None:
+    """Refuse data whose column set differs from ``schema``'s.
+
+    Raises:
+        ValueError: a column of ``schema`` is missing or the data has one it lacks; the message names them.
+    """
     missing = [n for n in schema.names if n not in names]
     extra = [n for n in names if schema.get_field_index(n) < 0]
     if missing or extra:
@@ -282,10 +295,8 @@ def conform_table(table: pa.Table, schema: pa.Schema, *, key: str) -> pa.Table:
             message names the column.
     """
     check_column_names(table.schema, key=key)
-    _check_columns(table.column_names, schema, key)
-    if table.schema.equals(schema) and table.schema.names == schema.names:
-        return table
-    return _conform_batch(table, schema, True, key)  # type: ignore[return-value]
+    check_same_columns(table.column_names, schema, key=key)
+    return cast_to(table, schema, key=key, exact=True)  # type: ignore[return-value]
 
 
 def conform_data(
@@ -303,13 +314,45 @@ def conform_data(
             batch is reached (nothing is committed then).
     """
     check_column_names(data.schema, key=key)
-    _check_columns(data.schema.names, schema, key)
+    check_same_columns(data.schema.names, schema, key=key)
+    return cast_to(data, schema, key=key, exact=False)
+
+
+def conformed_schema(incoming: pa.Schema, schema: pa.Schema, *, key: str, exact: bool) -> pa.Schema:
+    """The schema data of ``incoming`` has once :func:`cast_to` fitted it to ``schema`` (the column names
+    already checked): ``schema``, except where a type pyarrow cannot cast is left for the Parquet writer
+    (``exact=False``).
+
+    Raises:
+        ValueError: a column cannot be cast to ``schema``'s type (without ``exact``: nor stored as it).
+    """
+    return _conform_batch(incoming.empty_table(), schema, exact, key).schema
+
+
+def cast_to(
+    data: pa.Table | pa.RecordBatchReader,
+    schema: pa.Schema,
+    *,
+    key: str,
+    exact: bool,
+    conformed: pa.Schema | None = None,
+) -> pa.Table | pa.RecordBatchReader:
+    """``data``, whose column names and set were checked against ``schema`` already, fitted to it:
+    :func:`conform_table` (``exact``: checked casts only, a table already of ``schema`` as it is) or
+    :func:`conform_data` (a stream converted batch by batch) without their checks.
+    ``conformed``: :func:`conformed_schema` of ``data``'s schema, if known.
+
+    Raises:
+        ValueError: as :func:`conform_table`; for a stream, when the offending batch is reached.
+    """
     if isinstance(data, pa.Table):
-        return _conform_batch(data, schema, False, key)  # type: ignore[return-value]
-    first = _conform_batch(data.schema.empty_table(), schema, False, key).schema
+        if exact and data.schema.equals(schema) and data.schema.names == schema.names:
+            return data
+        return _conform_batch(data, schema, exact, key)  # type: ignore[return-value]
+    first = conformed if conformed is not None else conformed_schema(data.schema, schema, key=key, exact=exact)
 
     def batches() -> Iterator[pa.RecordBatch]:
         for batch in data:
-            yield _conform_batch(batch, schema, False, key)  # type: ignore[misc]
+            yield _conform_batch(batch, schema, exact, key)  # type: ignore[misc]
 
     return pa.RecordBatchReader.from_batches(first, batches())

@@ -194,29 +194,49 @@ def encode_part(
 
 @dataclass(frozen=True)
 class PartJob:
-    """One part to encode: where it goes and what it holds."""
+    """One part to encode: where it goes and what it holds (``tables``, each of ``schema``)."""
 
     path: str
     relative: str
-    table: pa.Table
+    schema: pa.Schema
+    tables: Iterable[pa.Table]
     partition_values: dict[str, Any] | None = None
+
+    @classmethod
+    def of(cls, path: str, relative: str, table: pa.Table, partition_values: dict[str, Any] | None = None) -> PartJob:
+        """A part holding exactly ``table``."""
+        return cls(path, relative, table.schema, (table,), partition_values)
 
 
 def encode_parts(
     store: Store,
     jobs: Iterable[PartJob],
+    *,
     options: PartOptions,
     attempted: list[str],
     max_workers: int | None = None,
+    sequential: bool = False,
 ) -> list[FileEntry]:
-    """Encode each job as its own part, in parallel, with bounded memory.
+    """Encode each job as its own part, with bounded memory: the one way parts of this package's
+    writes are encoded (the write pipeline, :mod:`..ops.write_pipeline`, plans the jobs).
 
     At most ``max_workers`` jobs are in flight, so a streamed input is never
-    held whole. Every store path started is appended to ``attempted`` so the
-    caller can clean up after a failure. Entries come back in job order.
+    held whole; with ``sequential``, one job at a time in the calling thread (jobs
+    that pull their tables from one shared stream, see :func:`stream_jobs`). Every store
+    path started is appended to ``attempted`` before it is written, so the caller can
+    clean up after a failure. Entries come back in job order.
+
+    Raises:
+        Whatever encoding a part raises (the store's errors, Arrow's); jobs not started are dropped.
     """
+    if sequential:
+        entries: list[FileEntry] = []
+        for job in jobs:
+            attempted.append(job.path)
+            entries.append(_encode_job(store, job, options))
+        return entries
     workers = max_workers or os.cpu_count() or 1
-    entries: list[FileEntry] = []
+    entries = []
     in_flight: deque[Future[FileEntry]] = deque()
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="pds-encode") as pool:
         try:
@@ -224,19 +244,7 @@ def encode_parts(
                 while len(in_flight) >= workers:
                     entries.append(in_flight.popleft().result())
                 attempted.append(job.path)
-                in_flight.append(
-                    pool.submit(
-                        encode_part,
-                        store,
-                        job.path,
-                        job.relative,
-                        job.table.schema,
-                        [job.table],
-                        options=options,
-                        partition_values=job.partition_values,
-                        tag=True,
-                    )
-                )
+                in_flight.append(pool.submit(_encode_job, store, job, options))
             while in_flight:
                 entries.append(in_flight.popleft().result())
         except BaseException:
@@ -246,46 +254,47 @@ def encode_parts(
     return entries
 
 
-def stream_single(
-    store: Store,
-    path: str,
-    relative: str,
-    data: pa.Table | pa.RecordBatchReader,
-    options: PartOptions,
-    *,
-    attempted: list[str],
-) -> FileEntry:
-    """Write all of ``data`` as one Parquet object, streaming a reader batch by batch."""
-    attempted.append(path)
-    if isinstance(data, pa.Table):
-        return encode_part(store, path, relative, data.schema, [data], options=options, tag=True)
-    group = options.row_group_size or DEFAULT_ROW_GROUP
+def _encode_job(store: Store, job: PartJob, options: PartOptions) -> FileEntry:
     return encode_part(
-        store, path, relative, data.schema, chunk_batches(data, data.schema, group), options=options, tag=True
+        store,
+        job.path,
+        job.relative,
+        job.schema,
+        job.tables,
+        options=options,
+        partition_values=job.partition_values,
+        tag=True,
     )
 
 
-def stream_parts(
-    store: Store,
+def single_job(
+    path: str, relative: str, data: pa.Table | pa.RecordBatchReader, *, row_group_size: int | None
+) -> PartJob:
+    """All of ``data`` as one part; a reader streamed one row group (``row_group_size`` rows, or
+    :data:`DEFAULT_ROW_GROUP`) at a time."""
+    if isinstance(data, pa.Table):
+        return PartJob.of(path, relative, data)
+    return PartJob(path, relative, data.schema, chunk_batches(data, data.schema, row_group_size or DEFAULT_ROW_GROUP))
+
+
+def stream_jobs(
     key: str,
     part_name: Callable[[int], str],
     data: pa.RecordBatchReader,
     rows_per_file: int,
     *,
-    options: PartOptions,
-    attempted: list[str],
-) -> list[FileEntry]:
-    """Write a stream as consecutive parts of at most ``rows_per_file`` rows, one row group at a time.
+    row_group_size: int | None,
+) -> Iterator[PartJob]:
+    """A stream as consecutive parts of at most ``rows_per_file`` rows, one row group at a time.
 
-    Each part is streamed into its object row group by row group, so memory
-    holds one row group (``row_group_size`` rows, or :data:`DEFAULT_ROW_GROUP`,
-    at most ``rows_per_file``) whatever the part size; parts are written one
-    after another. An empty stream still writes one part carrying the schema.
-    Part ``i`` goes to ``{key}/{part_name(i)}``; every path started is
-    appended to ``attempted``.
+    Each job's tables are pulled from the one stream, so encode them in order, each before the
+    next job is asked for (:func:`encode_parts` with ``sequential``): memory holds one row group
+    (``row_group_size`` rows, or :data:`DEFAULT_ROW_GROUP`, at most ``rows_per_file``) whatever
+    the part size. An empty stream still gives one part carrying the schema. Part ``i`` goes to
+    ``{key}/{part_name(i)}``.
     """
     schema = data.schema
-    group = min(options.row_group_size or DEFAULT_ROW_GROUP, rows_per_file)
+    group = min(row_group_size or DEFAULT_ROW_GROUP, rows_per_file)
     source = chunk_batches(data, schema, group)
     carry: list[pa.Table] = [next(source)]  # chunk_batches always yields at least one table
 
@@ -303,14 +312,12 @@ def stream_parts(
             if table.num_rows == 0:
                 return
 
-    entries: list[FileEntry] = []
+    index = 0
     while carry:
-        name = part_name(len(entries))
-        path = f"{key}/{name}"
-        attempted.append(path)
-        entries.append(encode_part(store, path, name, schema, part_tables(), options=options, tag=True))
+        name = part_name(index)
+        index += 1
+        yield PartJob(f"{key}/{name}", name, schema, part_tables())
         if not carry:
             following = next(source, None)
             if following is not None and following.num_rows:
                 carry.append(following)
-    return entries

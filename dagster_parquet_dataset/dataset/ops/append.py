@@ -2,7 +2,8 @@
 
 In-process (:func:`append_dataset`) or with parts written elsewhere
 (:func:`begin_append` fixes the schema and partitioning the parts must have,
-:func:`commit_append` commits them); both rebase with :func:`append_builder`.
+:func:`commit_append` commits them), both through the write pipeline (:mod:`.write_pipeline`);
+both rebase with :func:`append_builder`.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from dataclasses import dataclass, field, replace
 import pyarrow as pa
 
 from ...errors import CommitConflict
-from ...storage.base import Capability, validate_key
-from .._dataset_options import DatasetOptions, check_metadata, check_run_id
+from ...storage.base import validate_key
+from .._dataset_options import DatasetOptions
 from ..commit.external_entries import check_external_entries
 from ..commit.live import LiveVersion, begin_point
 from ..commit.new_version import new_manifest
@@ -23,12 +24,10 @@ from ..commit.transaction import Build, PendingWrite, Transaction, repair_succes
 from ..delta import check_delta_schema, delta_ready
 from ..format.data_version import entries_hash
 from ..format.layout import SUCCESS_NAME
-from ..format.partition import check_partition_by
-from ..format.schema import check_column_names, conform_data, conform_table, evolve_schema, recorded_schema
 from ..io.key_checks import check_key_fits, check_write_fits
 from ..manifest import SEGMENTED_FORMAT, DatasetManifest, FileEntry
-from .history import read_manifest
-from .write import check_input, write_parts
+from .write import check_input
+from .write_pipeline import SchemaDecision, begin, conform, decide_schema, encode, plan_parts
 
 
 @dataclass(frozen=True)
@@ -48,6 +47,8 @@ class PendingAppend:
             :meth:`ParquetDatasetStore.append_dataset`'s ``idempotency_key`` does, with the
             entries' content hashes as the content (entries without one are not keyed): a version
             that already records both is returned instead and the entries' parts are deleted.
+        decision: the schema decision ``begin_append`` made (:class:`~.write_pipeline.SchemaDecision`);
+            the commit decides again only if the live schema moved meanwhile.
     """
 
     key: str
@@ -57,33 +58,19 @@ class PendingAppend:
     write: PendingWrite = field(repr=False)
     allow_new_columns: bool = False
     idempotency_key: str | None = None
-
-
-def append_schema(key: str, current: DatasetManifest, incoming: pa.Schema, allow_new_columns: bool) -> pa.Schema:
-    """The dataset's schema evolved by ``incoming``.
-
-    Raises:
-        ValueError: a Spec 042-only manifest without a schema, or ``incoming`` does not fit.
-    """
-    schema = current.schema
-    if schema is None:
-        raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to append")
-    return evolve_schema(
-        schema, incoming, allow_new_columns=allow_new_columns, key=key, partition_by=current.partition_by
-    )
+    decision: SchemaDecision | None = field(default=None, repr=False, compare=False)
 
 
 def append_builder(
     options: DatasetOptions,
-    key: str,
     entries: Sequence[FileEntry],
-    incoming: pa.Schema,
-    partition: tuple[str, ...],
+    decision: SchemaDecision,
     *,
     pending: PendingWrite,
-    allow_new_columns: bool,
 ) -> Build:
-    """The append's manifest on top of whatever version is live when it commits."""
+    """The append's manifest on top of whatever version is live when it commits: its schema is
+    ``decision``'s, decided again only if the live schema is not the one it was decided on."""
+    key, incoming, partition = decision.key, decision.recorded, decision.partition_by
     run_id, metadata = pending.run_id, pending.metadata
 
     def make(files: Sequence[FileEntry], schema: pa.Schema) -> DatasetManifest:
@@ -99,7 +86,7 @@ def append_builder(
         clash = sorted({e.path for e in entries}.intersection(_parts_to_check(latest, entries, pending)))
         if clash:
             raise ValueError(f"part {clash[0]!r} is already listed by the live version of dataset {key!r}")
-        schema = append_schema(key, latest, incoming, allow_new_columns)
+        schema = decision.on(latest)
         added = [n for n in schema.names if latest.schema is not None and n not in latest.schema.names]
         ours = [replace(f, missing_columns=tuple(n for n in schema.names if n not in incoming.names)) for f in entries]
         if not added and latest.format_version >= SEGMENTED_FORMAT and (latest.segments or latest.added):
@@ -128,41 +115,6 @@ def _parts_to_check(latest: DatasetManifest, entries: Sequence[FileEntry], pendi
     return ()
 
 
-def _begin(
-    options: DatasetOptions,
-    key: str,
-    schema: pa.Schema,
-    run_id: str | None,
-    metadata: dict[str, str] | None,
-    *,
-    partition_by: Sequence[str] | None,
-    allow_new_columns: bool,
-    expect_owner: Mapping[str, str | None] | None,
-    current: tuple[DatasetManifest | None, str | None] | None = None,
-) -> tuple[Transaction, tuple[str, ...], pa.Schema | None]:
-    """The append's transaction, partitioning and target schema (``None`` for a new dataset)."""
-    check_key_fits(options.store, key)
-    check_column_names(schema, key=key)
-    check_run_id(run_id)
-    options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, action="append to datasets")
-    metadata = check_metadata(metadata)
-    txn = Transaction.begin(
-        options, key, overwrite=False, run_id=run_id, metadata=metadata, current=current, expect_owner=expect_owner
-    )
-    current = txn.current
-    if current is None and txn.exists:
-        read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
-    if current is None:
-        return txn, check_partition_by(partition_by, schema), None
-    partition = current.partition_by
-    if partition_by is not None and tuple(partition_by) != partition:
-        raise ValueError(
-            f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}; "
-            "an append keeps the dataset's partitioning"
-        )
-    return txn, partition, append_schema(key, current, schema, allow_new_columns)
-
-
 def append_dataset(
     options: DatasetOptions,
     table: pa.Table | pa.RecordBatchReader,
@@ -179,30 +131,35 @@ def append_dataset(
     """See :meth:`ParquetDatasetStore.append_dataset` (``live``: the live version already read, see :mod:`..commit.live`)."""
     key = validate_key(key, what="dataset key")
     check_input(table, "append_dataset")
+    check_key_fits(options.store, key)
     if options.delta_log:
         table = delta_ready(table, key=key)
-    txn, partition, target = _begin(
+    txn = begin(
         options,
         key,
+        mode="append",
+        run_id=run_id,
+        metadata=metadata,
+        expect_owner=expect_owner,
+        at=begin_point(live, key),
+    )
+    decision = decide_schema(
+        key,
         table.schema,
-        run_id,
-        metadata,
+        mode="append",
+        current=txn.current,
         partition_by=partition_by,
         allow_new_columns=allow_new_columns,
-        expect_owner=expect_owner,
-        current=begin_point(live, key),
     )
-    if target is not None:
-        table = conform_data(table, target, key=key)
-    check_write_fits(options.store, key, table, partition)
-    incoming = recorded_schema(table.schema, partition, key=key)
+    table = conform(table, decision)
+    check_write_fits(options.store, key, table, decision.partition_by)
     with txn.writing():
-        entries = write_parts(options, txn, table, partition)
-    build = append_builder(
-        options, key, entries, incoming, partition, pending=txn.pending, allow_new_columns=allow_new_columns
-    )
+        entries = encode(options, txn, plan_parts(options, txn.pending, table, decision.partition_by))
+    build = append_builder(options, entries, decision, pending=txn.pending)
     content = entries_hash(entries) if idempotency_key is not None else None
-    committed = txn.commit(build, idempotency=None if content is None else (idempotency_key, content))
+    committed = txn.commit(
+        build, idempotency=None if idempotency_key is None or content is None else (idempotency_key, content)
+    )
     if txn.recognised:
         complete_recognised(options, key)
     return committed
@@ -235,28 +192,25 @@ def begin_append(
         raise TypeError(f"schema must be a pyarrow.Schema, got {type(schema).__name__}")
     if options.delta_log:
         check_delta_schema(schema, key=key)
-    txn, partition, target = _begin(
-        options,
+    check_key_fits(options.store, key)
+    txn = begin(options, key, mode="append", run_id=run_id, metadata=metadata, expect_owner=expect_owner)
+    decision = decide_schema(
         key,
         schema,
-        run_id,
-        metadata,
+        mode="append",
+        current=txn.current,
         partition_by=partition_by,
         allow_new_columns=allow_new_columns,
-        expect_owner=expect_owner,
+        exact=True,  # the parts come from another writer: checked Arrow casts only, before any write
     )
-    if target is None:
-        target = schema
-    else:
-        conform_table(schema.empty_table(), target, key=key)  # column set and castability, before any write
-    recorded_schema(target, partition, key=key)  # every column storable
     return PendingAppend(
         key=key,
         txn=txn.txn,
-        schema=target,
-        partition_by=tuple(partition),
+        schema=decision.target,
+        partition_by=decision.partition_by,
         write=txn.pending,
         allow_new_columns=allow_new_columns,
+        decision=decision,
     )
 
 
@@ -269,20 +223,20 @@ def commit_append(
     if not isinstance(pending, PendingAppend):
         raise TypeError(f"pending must come from begin_append, got {type(pending).__name__}")
     check_key_fits(options.store, pending.key)
-    incoming = recorded_schema(pending.schema, pending.partition_by, key=pending.key)
+    decision = pending.decision
+    if decision is None or decision.target is not pending.schema:  # not from begin_append, or changed since
+        # Decided here with no live schema, so every commit attempt evolves the live one by it.
+        decision = decide_schema(
+            pending.key, pending.schema, mode="write", current=None, partition_by=pending.partition_by
+        )
+        decision = replace(decision, allow_new_columns=pending.allow_new_columns)
     txn = Transaction.resume(options, pending.write)
     live = txn.current.parts if txn.current is not None else ()
-    entries = check_external_entries(options.store, pending.key, entries, incoming, pending.partition_by, listed=live)
-    txn.adopt(e.path for e in entries)
-    build = append_builder(
-        options,
-        pending.key,
-        entries,
-        incoming,
-        pending.partition_by,
-        pending=pending.write,
-        allow_new_columns=pending.allow_new_columns,
+    entries = check_external_entries(
+        options.store, pending.key, entries, decision.recorded, pending.partition_by, listed=live
     )
+    txn.adopt(e.path for e in entries)
+    build = append_builder(options, entries, decision, pending=pending.write)
     key = pending.idempotency_key
     content = entries_hash(entries) if key is not None else None
     return txn.commit(build, idempotency=None if key is None or content is None else (key, content))

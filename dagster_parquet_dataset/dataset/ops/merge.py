@@ -9,42 +9,34 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from itertools import chain
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ...errors import AlreadyExists, DatasetNotFound
-from ...storage.base import Capability, Store, validate_key
+from ...storage.base import Store, validate_key
 from .._dataset_options import DatasetOptions, check_metadata
 from ..commit.external_entries import check_external_entries
-from ..commit.live import LiveVersion, begin_point
+from ..commit.live import LiveVersion, read_live
 from ..commit.new_version import new_manifest
 from ..commit.owner import check_expect_owner, check_owner
 from ..commit.retry import Replan, retry_replans
-from ..commit.tombstone import is_tombstone
-from ..commit.transaction import Build, PendingWrite, Transaction, read_current
+from ..commit.transaction import Build, PendingWrite, Transaction
 from ..expressions.merge_keys import KeyIndex, MergeResult, check_merge_args, check_merge_types, match_keys
 from ..format.layout import part_name
 from ..format.partition import encode_partition_values
-from ..format.schema import conform_table
-from ..io.encode import PartJob, encode_parts, table_hash
+from ..io.encode import PartJob, table_hash
 from ..io.key_checks import check_key_fits, check_write_fits
 from ..io.parallel import parallel_map
 from ..io.read_parts import read_parts
 from ..manifest import DatasetManifest, FileEntry
 from .append import complete_recognised
 from .history import read_manifest
-from .merge_plan import (
-    MergePlan,
-    MergeReplanNeeded,
-    RangeIndex,
-    file_stats,
-    merge_target,
-    partition_tuple,
-    split_candidates,
-)
-from .write import write_dataset, write_parts
+from .merge_plan import MergePlan, MergeReplanNeeded, RangeIndex, file_stats, partition_tuple, split_candidates
+from .write_pipeline import PartPlan, begin, conform, decide_schema, encode, plan_parts, require, write_version
 
 
 def merge_content(source_hash: str, strategy: str, key_columns: Sequence[str]) -> str:
@@ -74,28 +66,29 @@ def merge_dataset(
     check_key_fits(options.store, key)
     metadata = check_metadata(metadata)
     owner = check_expect_owner(expect_owner)
-    options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
+    require(options, "merge")
     # A merge's parts depend on the version it merges into, so its content is its source's.
     content = merge_content(table_hash(source), strategy, keys) if idempotency_key is not None else None
     idempotency = None if idempotency_key is None or content is None else (idempotency_key, content)
 
-    given = [begin_point(live, key)]
+    if live is not None and not isinstance(live, LiveVersion):
+        raise TypeError(f"live must come from read_live, got {type(live).__name__}")
+    if live is not None:
+        live.begin_at(key)  # raises ValueError: read for another key
+    given = [live] if live is not None else []
 
     def attempt() -> MergeResult:
         while True:
-            at = given.pop() if given else None
-            if at is None:
-                current, token = read_current(options.store, key)
-            else:
-                current, token = (None, None) if is_tombstone(at[0]) else at
-            if current is None and token is not None:
+            now = given.pop() if given else read_live(options.store, key)  # the one read of each attempt
+            if now.corrupt:
                 read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
+            current = now.manifest
             if current is not None:
                 return _merge_into(
                     options,
                     key,
                     current,
-                    token,
+                    now.token,
                     source,
                     keys=keys,
                     strategy=strategy,
@@ -107,8 +100,8 @@ def merge_dataset(
                 )
             if strategy == "update":
                 raise DatasetNotFound(f"dataset {key!r} does not exist; nothing to update")
-            try:
-                manifest = write_dataset(
+            try:  # a new dataset: the write pipeline, from the version just read (no second read, no second check)
+                manifest = write_version(
                     options,
                     source,
                     key,
@@ -117,7 +110,7 @@ def merge_dataset(
                     metadata=metadata,
                     partition_by=partition_by,
                     expect_owner=owner,
-                    live=None if at is None else live,
+                    at=now.begin_at(key),
                 )
             except AlreadyExists:
                 continue  # created meanwhile: merge into it
@@ -157,12 +150,14 @@ def _merge_into(
         ValueError: as ``merge_dataset``.
     """
     check_owner(key, expect_owner, current)  # also when the merge turns out to change nothing
-    schema, partition = merge_target(key, current, partition_by)
-    source = conform_table(source, schema, key=key)
+    decision = decide_schema(key, source.schema, mode="merge", current=current, partition_by=partition_by, exact=True)
+    schema, partition = decision.target, decision.partition_by
+    source = conform(source, decision, exact=True)
     check_write_fits(options.store, key, source, partition)
     check_merge_types(source.schema, keys)
     index = KeyIndex(source, keys)
-    source_partitions = _encoded_partitions(source, partition) if partition else set()
+    row_partition, encoded = _partition_index(source, partition) if partition else (np.zeros(0, np.int64), [])
+    source_partitions = set(encoded)
 
     # Plan: which files may hold source keys, from partition values and key statistics alone.
     rewrite_candidates, move_candidates = split_candidates(
@@ -184,9 +179,9 @@ def _merge_into(
         target_rows, source_rows = match_keys(found, source, keys)
         if not len(source_rows):
             continue
-        moved = partition and _encoded_partitions(source.take(pa.array(source_rows)), partition) != {
-            partition_tuple(entry, partition)
-        }
+        moved = bool(partition) and any(
+            encoded[g] != partition_tuple(entry, partition) for g in np.unique(row_partition[source_rows])
+        )
         if entry.path in elsewhere or moved:
             example = {k: source.column(k)[int(source_rows[0])].as_py() for k in keys}
             raise ValueError(
@@ -203,9 +198,8 @@ def _merge_into(
     if not rewrite and not len(insert_rows):
         return MergeResult(0, 0, (), tuple(current.parts), (), None, current)
 
-    at = (current, token)
-    txn = Transaction.begin(
-        options, key, overwrite=True, run_id=run_id, metadata=metadata, current=at, expect_owner=expect_owner
+    txn = begin(
+        options, key, mode="merge", run_id=run_id, metadata=metadata, expect_owner=expect_owner, at=(current, token)
     )
     with txn.writing():
         jobs: list[PartJob] = []
@@ -218,11 +212,13 @@ def _merge_into(
             folder = entry.path.rpartition("/")[0]
             name = part_name(n, txn=txn.txn, kind="m")
             name = f"{folder}/{name}" if folder else name
-            jobs.append(PartJob(f"{key}/{name}", name, merged.drop_columns(list(partition)), entry.partition_values))
-        inserts = source.take(pa.array(insert_rows)) if len(insert_rows) else None
-        new_entries = encode_parts(options.store, jobs, options.part_options, txn.created, options.max_workers)
-        if inserts is not None:
-            new_entries += write_parts(options, txn, inserts, partition)
+            jobs.append(PartJob.of(f"{key}/{name}", name, merged.drop_columns(list(partition)), entry.partition_values))
+        if len(insert_rows):  # the rewrites, then the inserted rows' parts: one plan, encoded once
+            inserts = plan_parts(options, txn.pending, source.take(pa.array(insert_rows)), partition)
+            plan = PartPlan(chain(jobs, inserts.jobs))
+        else:
+            plan = PartPlan(jobs)
+        new_entries = encode(options, txn, plan)
 
     rewritten = {e.path for e in rewrite}
     touched = {e.path for e in rewrite_candidates + move_candidates}
@@ -289,13 +285,25 @@ def _read_file(
     return read_parts(store, key, single, columns)
 
 
-def _encoded_partitions(table: pa.Table, partition: Sequence[str]) -> set[tuple[Any, ...]]:
-    """The distinct partition values of ``table``'s rows, in the manifest's encoded form."""
-    distinct = table.select(list(partition)).group_by(list(partition), use_threads=False).aggregate([])
-    return {
+def _partition_index(table: pa.Table, partition: Sequence[str]) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """The distinct partition values of ``table``'s rows in the manifest's encoded form, and each row's
+    index into them: computed once per merge attempt."""
+    columns = list(partition)
+    rows = pa.array(np.arange(table.num_rows, dtype=np.int64))
+    grouped = (
+        table.select(columns)
+        .append_column("__pds_row", rows)
+        .group_by(columns, use_threads=False)
+        .aggregate([("__pds_row", "list")])
+    )
+    encoded = [
         tuple(encode_partition_values(partition, [row[c] for c in partition], table.schema).values())
-        for row in distinct.to_pylist()
-    }
+        for row in grouped.select(columns).to_pylist()
+    ]
+    lists = grouped.column("__pds_row_list")
+    index = np.zeros(table.num_rows, dtype=np.int64)
+    index[pc.list_flatten(lists).to_numpy()] = pc.list_parent_indices(lists).to_numpy()
+    return index, encoded
 
 
 def _merge_builder(

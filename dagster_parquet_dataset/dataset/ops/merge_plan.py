@@ -11,12 +11,12 @@ what the plan relied on (the writer then deletes its parts and plans again).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import pyarrow as pa
 
-from ...storage.base import Capability, validate_key
+from ...storage.base import validate_key
 from .._dataset_options import DatasetOptions
 from ..commit.new_version import new_txn
 from ..commit.owner import check_expect_owner, check_owner
@@ -26,12 +26,13 @@ from ..expressions.merge_keys import check_key_columns, check_merge_types
 from ..expressions.pruning import ColumnStats, partition_stats
 from ..format.layout import part_name
 from ..format.partition import check_partition_by, encode_partition_values
-from ..format.schema import check_column_names, conform_table
+from ..format.schema import check_column_names
 from ..format.stats import decode_stats
 from ..io.key_checks import check_key_fits
 from ..io.read_parts import file_constants
 from ..manifest import DatasetManifest, FileEntry
 from .history import read_manifest
+from .write_pipeline import decide_schema, require
 
 
 class MergeReplanNeeded(Replan):
@@ -68,23 +69,6 @@ def split_candidates(
         else:
             candidates.append(entry)
     return candidates, elsewhere
-
-
-def merge_target(
-    key: str, current: DatasetManifest, partition_by: Sequence[str] | None
-) -> tuple[pa.Schema, tuple[str, ...]]:
-    """The schema and partitioning a merge into ``current`` keeps.
-
-    Raises:
-        ValueError: a Spec 042-only manifest without a schema, or ``partition_by`` differs from the dataset's.
-    """
-    schema = current.schema
-    if schema is None:
-        raise ValueError(f"dataset {key!r} has a Spec 042-only manifest without a schema; overwrite it to merge")
-    partition = current.partition_by
-    if partition_by is not None and tuple(partition_by) != partition:
-        raise ValueError(f"dataset {key!r} is partitioned by {list(partition)}, not {list(partition_by)}")
-    return schema, partition
 
 
 def partition_tuple(entry: FileEntry, partition: Sequence[str]) -> tuple[Any, ...]:
@@ -202,51 +186,47 @@ def plan_merge(
     check_column_names(source_schema, key=key)
     keys = tuple(check_key_columns(key_columns, strategy, source_schema.names))
     check_merge_types(source_schema, keys)
-    options.require(Capability.ATOMIC_WRITE, Capability.CONDITIONAL_WRITE, Capability.DELETE, action="merge")
+    require(options, "merge")
     txn = new_txn()
     current, token = read_current(options.store, key)
     if current is None and token is not None:
         read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
     check_owner(key, owner, current)  # early; commit_merge checks again on what it replaces
-    if current is None:
-        partition = check_partition_by(partition_by, source_schema)
-        return MergePlan(
-            key=key,
-            txn=txn,
-            exists=False,
-            schema=None,
-            partition_by=partition,
-            key_columns=keys,
-            strategy=strategy,
-            candidates=(),
-            elsewhere=(),
-            version=None,
-            run_id=run_id,
-            metadata=metadata,
-            expect_owner=owner,
-        )
-    schema, partition = merge_target(key, current, partition_by)
-    conform_table(source_schema.empty_table(), schema, key=key)  # same columns, castable types
+    unplanned = MergePlan(
+        key=key,
+        txn=txn,
+        exists=False,
+        schema=None,
+        partition_by=(),
+        key_columns=keys,
+        strategy=strategy,
+        candidates=(),
+        elsewhere=(),
+        version=None,
+        run_id=run_id,
+        metadata=metadata,
+        expect_owner=owner,
+    )
+    if current is None:  # the writer writes the changes as a new dataset (begin_write decides its schema)
+        return replace(unplanned, partition_by=check_partition_by(partition_by, source_schema))
+    decision = decide_schema(
+        key, source_schema, mode="merge", current=current, partition_by=partition_by, exact=True, names_checked=True
+    )
+    schema, partition = decision.target, decision.partition_by  # same columns, castable types
     check_merge_types(schema, keys)
     ranges = {c: tuple(_domain(key_ranges[c], schema.field(c).type)) for c in keys} if key_ranges else {}
     index = RangeIndex(ranges)  # type: ignore[arg-type]
     wanted = {tuple(encode_partition_values(partition, list(p), schema).values()) for p in partitions or ()}
     files = current.files if key_ranges else ()  # no changes: nothing can match
     candidates, elsewhere = split_candidates(files, schema, keys, partition, index, wanted=wanted)
-    return MergePlan(
-        key=key,
-        txn=txn,
+    return replace(
+        unplanned,
         exists=True,
         schema=schema,
         partition_by=partition,
-        key_columns=keys,
-        strategy=strategy,
         candidates=tuple(candidates),
         elsewhere=tuple(elsewhere),
         version=current.version,
-        run_id=run_id,
-        metadata=metadata,
-        expect_owner=owner,
         manifest=current,
         token=token,
         ranges=ranges,

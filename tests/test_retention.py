@@ -3,6 +3,7 @@ commits delete expired versions' files a few versions at a time, ``retain_versio
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from datetime import datetime, timedelta
 
@@ -153,3 +154,21 @@ def test_vacuum_keeps_the_live_versions_copy_a_writer_wrote_ahead(store: Store) 
     ParquetDatasetStore(store).vacuum("t", grace_period=0)
     ParquetDatasetStore(wrapped).append_dataset(_table(3), "t")  # this process already wrote version 1's copy
     assert ParquetDatasetStore(store).read_dataset("t", version=1).equals(_table(1))
+
+
+def test_the_retained_copy_is_the_replaced_manifest_byte_for_byte(store: Store) -> None:
+    # Issue 28: the copy is the bytes the commit read, not a re-rendering (an older renderer's whitespace stays).
+    ds = ParquetDatasetStore(store)
+    ds.write_dataset(_table(1), "t")
+    rendered = store.read_bytes("t/manifest.json")
+    older = json.dumps(json.loads(rendered), indent=4, sort_keys=False).encode("utf-8") + b"\n"
+    assert older != rendered
+    store.write_bytes("t/manifest.json", older)  # as an older renderer would have written it
+    ds.append_dataset(_table(2), "t")
+    assert store.read_bytes("t/_versions/00000000000000000001.json") == older
+    assert ds.read_dataset("t", version=1).equals(_table(1))
+    instant = datetime.fromisoformat(ds.read_manifest("t", version=1).created_at_utc)
+    assert ds.read_dataset("t", as_of=instant).equals(_table(1))
+    replaced = store.read_bytes("t/manifest.json")
+    ds.write_dataset(_table(3), "t", overwrite=True)
+    assert store.read_bytes("t/_versions/00000000000000000002.json") == replaced

@@ -266,17 +266,28 @@ class DatasetManifest:
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled without the caches derived from the segments (a worker loads them again if it needs them)."""
-        return {k: v for k, v in self.__dict__.items() if k not in _DERIVED and k != "_adds_to"}
+        return {k: v for k, v in self.__dict__.items() if k not in _DERIVED and k not in ("_adds_to", "_read_as")}
 
     def bind(self, store: Store, key: str) -> DatasetManifest:
         """Note where this manifest was read from (its segments are loaded from there); returns ``self``."""
         self.__dict__["_source"] = (store, key)
         return self
 
+    def remember_bytes(self, data: bytes) -> DatasetManifest:
+        """Note that ``data`` are this manifest's stored bytes (its ``manifest.json`` as read, to the byte);
+        returns ``self``. :meth:`read_as` gives them back; :meth:`evolve` forgets them."""
+        self.__dict__["_read_as"] = data
+        return self
+
+    def read_as(self) -> bytes | None:
+        """The stored bytes this manifest was parsed from (see :meth:`remember_bytes`), ``None`` if not known."""
+        return self.__dict__.get("_read_as")
+
     def evolve(self, **changes: Any) -> DatasetManifest:
         """``dataclasses.replace`` that does not load ``files`` (and keeps the store binding)."""
         made = _new(type(self))
         made.__dict__.update(self.__dict__)
+        made.__dict__.pop("_read_as", None)  # a changed manifest is not the bytes that were read
         if {"parts", "segments", "added", "files"} & changes.keys():
             for name in _DERIVED:
                 made.__dict__.pop(name, None)

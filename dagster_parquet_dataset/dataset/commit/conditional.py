@@ -16,13 +16,17 @@ from ..manifest import DatasetManifest
 
 
 def read_raw(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
-    """The live manifest (``None`` if absent or corrupt; a delete's tombstone as it is) and its token."""
+    """The live manifest (``None`` if absent or corrupt; a delete's tombstone as it is) and its token.
+
+    The manifest remembers the bytes it was parsed from (:meth:`DatasetManifest.read_as`): a commit that
+    replaces it keeps exactly those bytes as its ``_versions/`` copy.
+    """
     try:
         raw, token = store.read_versioned(f"{key}/{MANIFEST_NAME}")
     except NotFound:
         return None, None
     try:
-        return DatasetManifest.from_json(raw, store, key), token
+        return DatasetManifest.from_json(raw, store, key).remember_bytes(raw), token
     except ManifestCorrupted:
         return None, token
 

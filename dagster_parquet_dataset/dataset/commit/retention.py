@@ -57,7 +57,8 @@ _COPIED_SIZE = 4096
 
 def keep_version_copy(store: Store, key: str, manifest: DatasetManifest) -> None:
     """Write ``manifest``'s copy into ``_versions/`` (before a commit replaces it), unless this process
-    already wrote this very version's copy (same version number and write token).
+    already wrote this very version's copy (same version number and write token). The copy is the bytes
+    ``manifest`` was read as when known (the live read at begin or on a rebase), not a re-rendering.
 
     Raises:
         Whatever the store's ``write_bytes`` raises.
@@ -75,7 +76,11 @@ def keep_version_copy(store: Store, key: str, manifest: DatasetManifest) -> None
 
 
 def _write_copy(store: Store, key: str, manifest: DatasetManifest) -> None:
-    store.write_bytes(f"{key}/{version_path(manifest.version)}", manifest.to_json().encode("utf-8"))
+    """The bytes ``manifest`` was read as (they are its version's manifest to the byte), else its rendering."""
+    data = manifest.read_as()
+    if data is None:
+        data = manifest.to_json().encode("utf-8")
+    store.write_bytes(f"{key}/{version_path(manifest.version)}", data)
 
 
 def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest | None:

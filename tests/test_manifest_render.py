@@ -12,10 +12,15 @@ import json
 import math
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
+from dagster_parquet_dataset import ParquetDatasetStore
+from dagster_parquet_dataset.dataset.commit.conditional import read_raw
 from dagster_parquet_dataset.dataset.format import manifest_json
 from dagster_parquet_dataset.dataset.format.manifest_json import render_manifest
+from dagster_parquet_dataset.dataset.manifest import DatasetManifest, FileEntry
+from dagster_parquet_dataset.storage.memory import MemoryStore
 
 
 def _canonical(document: dict[str, Any]) -> str:
@@ -69,3 +74,28 @@ def test_a_root_with_hundreds_of_inline_entries_is_not_rendered_by_the_pure_pyth
 
     monkeypatch.setattr(manifest_json.json, "dumps", refuse)
     assert render_manifest(document) == expected
+
+
+def test_inline_entries_carried_over_from_the_version_read_are_not_walked_for_nan_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Issue 28: every commit walked every inline entry for NaN; the ones orjson parsed cannot hold one.
+    store = MemoryStore()
+    datasets = ParquetDatasetStore(store)
+    for i in range(30):
+        datasets.append_dataset(pa.table({"x": [i / 7]}), "t")
+    live, _token = read_raw(store, "t")
+    assert live is not None and len(live.added) == 30
+    new = FileEntry("extra.parquet", 1, 10, stats={"x": {"min": 0.5, "max": 2.5, "null_count": 0}})
+    candidate = live.evolve(added=(*live.added, new))
+    walked: list[Any] = []
+    real = manifest_json._finite
+    monkeypatch.setattr(manifest_json, "_finite", lambda value: walked.append(value) or real(value))
+    assert candidate.to_json() == _canonical(candidate.to_dict())
+    seen = json.dumps(walked, default=str)
+    assert "extra.parquet" in seen and not any(e.path in seen for e in live.added)
+    # An entry parsed by json (orjson refuses NaN) is still walked: the text keeps json.dumps's NaN.
+    document = json.loads(store.read_bytes("t/manifest.json"))
+    document["files"][0]["stats"]["x"]["max"] = math.nan
+    with_nan = DatasetManifest.from_json(_canonical(document))
+    assert with_nan.to_json() == _canonical(with_nan.to_dict()) and "NaN" in with_nan.to_json()

@@ -15,7 +15,7 @@ import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -23,7 +23,8 @@ import pyarrow.compute as pc
 
 from ..errors import ManifestCorrupted
 from ..storage.base import Store, validate_key
-from .format.manifest_json import render_manifest, unsafe_paths
+from .format.manifest_json import known_finite, render_manifest, unsafe_paths
+from .format.schema import decode_schema
 from .format.segments import SegmentRef, all_live, entries_table, live_rows, segment_refs, segments_table
 
 try:  # the ``fast`` extra: several times faster on large manifests
@@ -147,9 +148,10 @@ class FileEntry:
         return cls(raw["path"], rows, size, partition_values, stats, tuple(missing), content_hash)
 
 
-def _file_entries(raw_files: list[Any]) -> tuple[FileEntry, ...]:
+def _file_entries(raw_files: list[Any], *, finite: bool = False) -> tuple[FileEntry, ...]:
     """``FileEntry.from_dict`` of each entry, with the checks inlined for speed (10,000-file
-    manifests): an entry that fails them goes through ``from_dict``, which names the problem."""
+    manifests): an entry that fails them goes through ``from_dict``, which names the problem.
+    ``finite``: every float in them is finite (noted as ``_finite``: rendering them again skips the check)."""
     out: list[FileEntry] = []
     append = out.append
     for raw in raw_files:
@@ -180,6 +182,7 @@ def _file_entries(raw_files: list[Any]) -> tuple[FileEntry, ...]:
             stats=stats,
             missing_columns=tuple(missing) if missing else (),
             content_hash=content_hash,
+            _finite=finite,
         )
         append(entry)
     return tuple(out)
@@ -208,12 +211,18 @@ def _loads(text: str | bytes) -> Any:
     Raises:
         ValueError / UnicodeDecodeError: the text is not JSON (the :mod:`json` message).
     """
+    return _parse(text)[0]
+
+
+def _parse(text: str | bytes) -> tuple[Any, bool]:
+    """:func:`_loads`, and whether orjson parsed it: then every float in it is finite (orjson refuses
+    ``NaN``, infinities and numbers that overflow to one). Raises what :func:`_loads` raises."""
     if _fast_loads is not None:
         try:
-            return _fast_loads(text)
+            return _fast_loads(text), True
         except ValueError:
             pass  # json.loads decides, and gives its own message
-    return json.loads(text)
+    return json.loads(text), False
 
 
 @dataclass(frozen=True)
@@ -415,7 +424,11 @@ class DatasetManifest:
     def to_json(self) -> str:
         """Canonical JSON: sorted keys, 2-space indent; byte for byte ``json.dumps(..., sort_keys=True,
         indent=2, ensure_ascii=False)``, with a long ``parts`` list rendered by orjson (``render_manifest``)."""
-        return render_manifest(self.to_dict())
+        if self.format_version < SEGMENTED_FORMAT or not (self.segments or self.added):
+            inline = self.files if self.format_version >= 1 else ()
+        else:
+            inline = self.added
+        return render_manifest(self.to_dict(), checked=("files",) if known_finite(inline) else ())
 
     @classmethod
     def from_json(cls, text: str | bytes, store: Store | None = None, key: str | None = None) -> DatasetManifest:
@@ -427,17 +440,18 @@ class DatasetManifest:
                 contradict the Spec fields. ``reason`` names the failure.
         """
         try:
-            raw = _loads(text)
+            raw, finite = _parse(text)
         except (ValueError, UnicodeDecodeError) as exc:
             raise ManifestCorrupted(f"manifest is not valid JSON: {exc}", reason="invalid JSON") from None
         if not isinstance(raw, dict):
             raise ManifestCorrupted("manifest is not a JSON object", reason="not an object")
-        made = cls.from_dict(raw)
+        made = cls.from_dict(raw, finite=finite)
         return made.bind(store, key) if store is not None and key is not None else made
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> DatasetManifest:
-        """Build a manifest from parsed JSON; see :meth:`from_json` for errors."""
+    def from_dict(cls, raw: dict[str, Any], *, finite: bool = False) -> DatasetManifest:
+        """Build a manifest from parsed JSON (``finite``: every float in ``raw`` is known to be finite, so
+        its entries need no check when rendered again); see :meth:`from_json` for errors."""
         rootless = _rootless(raw)
         for name, typ in _SPEC_FIELDS.items():
             if rootless and name == "parts":
@@ -491,7 +505,7 @@ class DatasetManifest:
         raw_files = raw.get("files") or []
         if not isinstance(raw_files, list):
             raise ManifestCorrupted("manifest 'files' should be a list", reason="bad files")
-        files = _file_entries(raw_files)
+        files = _file_entries(raw_files, finite=finite)
         count = raw["part_count"] if rootless else len(parts)
         segments = segment_refs(raw.get("segments"), count, len(files)) if format_version >= SEGMENTED_FORMAT else ()
         inline = files if format_version >= SEGMENTED_FORMAT else ()
@@ -540,7 +554,7 @@ class DatasetManifest:
             if not isinstance(arrow_schema, str):
                 raise ManifestCorrupted("manifest arrow_schema should be a base64 string", reason="bad arrow_schema")
             try:
-                decoded = _decode_schema(arrow_schema)
+                decoded = decode_schema(arrow_schema)
             except Exception as exc:
                 raise ManifestCorrupted(
                     f"manifest arrow_schema does not decode: {exc}", reason="bad arrow_schema"
@@ -575,16 +589,6 @@ class DatasetManifest:
             manifest.__dict__["_parts"] = None
             manifest.__dict__["_part_count"] = raw["part_count"]
         return manifest
-
-
-@lru_cache(maxsize=256)
-def _decode_schema(encoded: str) -> pa.Schema:
-    """The Arrow schema of a manifest's ``arrow_schema`` (remembered: 365 partition datasets share one).
-
-    Raises:
-        binascii.Error / pa.ArrowInvalid: ``encoded`` is not base64 of an Arrow IPC schema.
-    """
-    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(encoded, validate=True)))
 
 
 def _rootless(raw: dict[str, Any]) -> bool:

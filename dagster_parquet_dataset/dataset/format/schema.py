@@ -9,12 +9,23 @@ not in files, and keep the type they were given.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator, Sequence
 from functools import lru_cache
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pyarrow.types as pat
+
+
+@lru_cache(maxsize=256)
+def decode_schema(encoded: str) -> pa.Schema:
+    """The Arrow schema of a manifest's ``arrow_schema`` (remembered: 365 partition datasets share one).
+
+    Raises:
+        binascii.Error / pa.ArrowInvalid: ``encoded`` is not base64 of an Arrow IPC schema.
+    """
+    return pa.ipc.read_schema(pa.py_buffer(base64.b64decode(encoded, validate=True)))
 
 
 def check_column_names(schema: pa.Schema, *, key: str) -> None:

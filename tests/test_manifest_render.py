@@ -17,7 +17,7 @@ import pytest
 
 from dagster_parquet_dataset import ParquetDatasetStore
 from dagster_parquet_dataset.dataset.commit.conditional import read_raw
-from dagster_parquet_dataset.dataset.format import manifest_json
+from dagster_parquet_dataset.dataset.format import manifest_json, segments
 from dagster_parquet_dataset.dataset.format.manifest_json import render_manifest
 from dagster_parquet_dataset.dataset.manifest import DatasetManifest, FileEntry
 from dagster_parquet_dataset.storage.memory import MemoryStore
@@ -99,3 +99,32 @@ def test_inline_entries_carried_over_from_the_version_read_are_not_walked_for_na
     document["files"][0]["stats"]["x"]["max"] = math.nan
     with_nan = DatasetManifest.from_json(_canonical(document))
     assert with_nan.to_json() == _canonical(with_nan.to_dict()) and "NaN" in with_nan.to_json()
+
+
+def test_a_writers_next_commit_does_not_parse_the_root_it_just_wrote(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 28: each append parsed the few hundred inline entries the previous append of this process had written.
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 2)  # entries move into a segment: roots of the common form
+    store = MemoryStore()
+    datasets = ParquetDatasetStore(store)
+    for x in (-3.5, -2.5, -1.5, 0.5):
+        datasets.append_dataset(pa.table({"x": [x]}), "t")
+    parsed: list[bytes] = []
+    real = DatasetManifest.from_json.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[DatasetManifest], text: str | bytes, *args: Any, **kwargs: Any) -> DatasetManifest:
+        parsed.append(text.encode() if isinstance(text, str) else bytes(text))
+        return real(cls, text, *args, **kwargs)
+
+    monkeypatch.setattr(DatasetManifest, "from_json", classmethod(counting))
+    for i in range(3):
+        assert DatasetManifest.from_json(store.read_bytes("t/manifest.json")).segments
+        parsed.clear()
+        written = store.read_bytes("t/manifest.json")
+        datasets.append_dataset(pa.table({"x": [i + 1.5]}), "t")
+        assert written not in parsed
+    # Bytes this process did not write are parsed: a hand-edited root (other whitespace) is read as it is.
+    document = json.loads(store.read_bytes("t/manifest.json"))
+    store.write_bytes("t/manifest.json", json.dumps(document, indent=1).encode())
+    datasets.append_dataset(pa.table({"x": [9.5]}), "t")
+    assert json.dumps(document, indent=1).encode() in parsed
+    assert sorted(datasets.read_dataset("t").column("x").to_pylist()) == [-3.5, -2.5, -1.5, 0.5, 1.5, 2.5, 3.5, 9.5]

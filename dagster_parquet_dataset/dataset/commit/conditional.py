@@ -12,19 +12,50 @@ from __future__ import annotations
 from ...errors import ManifestCorrupted, NotFound
 from ...storage.base import Store
 from ..format.layout import MANIFEST_NAME
-from ..manifest import DatasetManifest
+from ..manifest import ROOTLESS_FORMAT, SEGMENTED_FORMAT, DatasetManifest
+
+#: Per (store object, dataset key): the store, and the bytes and manifest of the last ``manifest.json`` this process
+#: swapped in. Reading those very bytes back (the writer's next commit) gives that manifest again instead of
+#: parsing the root (issue 28: successive appends parsed the few hundred inline entries they had just written).
+_written: dict[tuple[int, str], tuple[Store, bytes, DatasetManifest]] = {}
+_WRITTEN_SIZE = 64
+
+
+def _as_parsed(manifest: DatasetManifest) -> bool:
+    """Whether ``manifest`` holds its content in the form parsing its text gives: a root with segments, its inline
+    entries in ``added`` (no ``files`` at hand), its ``parts`` listed exactly when its format lists them. Other
+    manifests (a first write, formats 0 and 1) are parsed again when read."""
+    held = manifest.__dict__
+    if manifest.format_version < SEGMENTED_FORMAT or not manifest.segments or held.get("_files"):
+        return False
+    return (held.get("_parts") is None) == (manifest.format_version >= ROOTLESS_FORMAT)
+
+
+def _remember_written(store: Store, key: str, data: bytes, manifest: DatasetManifest) -> None:
+    if not _as_parsed(manifest):
+        _written.pop((id(store), key), None)
+        return
+    if len(_written) >= _WRITTEN_SIZE:
+        _written.clear()
+    kept = manifest.evolve()  # a copy without the link to the version it was built on (clean-up's business)
+    kept.__dict__.pop("_adds_to", None)
+    _written[(id(store), key)] = (store, data, kept.bind(store, key))
 
 
 def read_raw(store: Store, key: str) -> tuple[DatasetManifest | None, str | None]:
     """The live manifest (``None`` if absent or corrupt; a delete's tombstone as it is) and its token.
 
     The manifest remembers the bytes it was parsed from (:meth:`DatasetManifest.read_as`): a commit that
-    replaces it keeps exactly those bytes as its ``_versions/`` copy.
+    replaces it keeps exactly those bytes as its ``_versions/`` copy. Bytes this process swapped in last
+    are not parsed again: the manifest it wrote is given back (a copy).
     """
     try:
         raw, token = store.read_versioned(f"{key}/{MANIFEST_NAME}")
     except NotFound:
         return None, None
+    known = _written.get((id(store), key))
+    if known is not None and known[0] is store and known[1] == raw:
+        return known[2].evolve().remember_bytes(raw), token  # the bytes this process wrote: no parse
     try:
         return DatasetManifest.from_json(raw, store, key).remember_bytes(raw), token
     except ManifestCorrupted:
@@ -40,7 +71,10 @@ def swap_manifest(store: Store, key: str, manifest: DatasetManifest, *, expected
             write was refused (the caller recognises its own write by re-reading).
         OSError: the store did not answer; the swap may or may not have landed.
     """
-    return store.write_if(f"{key}/{MANIFEST_NAME}", manifest.to_json().encode("utf-8"), expected=expected)
+    data = manifest.to_json().encode("utf-8")
+    token = store.write_if(f"{key}/{MANIFEST_NAME}", data, expected=expected)
+    _remember_written(store, key, data, manifest)
+    return token
 
 
 def put_if_absent(store: Store, path: str, data: bytes) -> str:

@@ -100,9 +100,16 @@ def _finite(value: Any) -> bool:
 
 def known_finite(entries: Iterable[Any]) -> bool:
     """Whether every float of ``entries`` (``FileEntry`` objects) is finite: an entry parsed by orjson (which
-    refuses non-finite numbers) is marked ``_finite`` and not walked again; the others are walked. Walking the
-    few hundred inline entries a root carries over cost every commit milliseconds (issue 28)."""
-    return all(e.__dict__.get("_finite") or _finite(e.to_dict()) for e in entries)
+    refuses non-finite numbers) or found finite here once is marked ``_finite`` and not walked again; the others
+    are walked. Walking the few hundred inline entries a root carries over cost every commit milliseconds
+    (issue 28)."""
+    for entry in entries:
+        noted = entry.__dict__
+        if not noted.get("_finite"):
+            if not _finite(entry.to_dict()):
+                return False
+            noted["_finite"] = True  # entries are frozen: it stays true
+    return True
 
 
 def _orjson_text(document: dict[str, Any], checked: Collection[str] = ()) -> str | None:

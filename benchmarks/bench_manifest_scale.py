@@ -17,6 +17,9 @@ Uses public APIs only, so it measures whatever manifest format the code writes
     ``plan_read``), median of ``--repeat``. Target <= 50 ms.
 (c) ``--appends`` successive 10-row appends to one dataset: the median of the
     first 100 against the last 100. Target: within 1.5x.
+(e) ``--retention-repeat`` overwrites + reads of 10 rows on a durable LocalStore (fsync): the default
+    retention (7 days: each commit also writes the replaced version's ``_versions/`` copy) against
+    ``retain_versions=1`` (no copy), interleaved in one run (issue 25); medians.
 (d) ``count_rows`` over ``--days`` daily partition datasets (``scan_datasets``)
     against ``pyarrow.dataset`` over the same files listed by hand, on local
     disk (and on a moto S3 server with ``--s3``). Target <= 2x.
@@ -25,7 +28,7 @@ With ``--fixture``, (a) writes both sides' metadata directly instead (``_scale_f
 entries as segments and a root, the same ``add`` actions with statistics as a checkpointed Delta log;
 no data files, which neither a plan, a table load nor an append opens).
 
-Run: ``python benchmarks/bench_manifest_scale.py [--sizes 1000,10000] [--only a,b,c,d] [--million] [--fixture] [--s3]``.
+Run: ``python benchmarks/bench_manifest_scale.py [--sizes 1000,10000] [--only a,b,c,d,e] [--million] [--fixture] [--s3]``.
 Timings are wall-clock on a shared machine: noisy; compare within one run.
 """
 
@@ -224,6 +227,29 @@ def bench_appends(appends: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def bench_retention(repeat: int) -> None:
+    root = tempfile.mkdtemp(prefix="bench-scale-retention-")
+    try:
+        sides = {
+            "default retention": ParquetDatasetStore(LocalStore(os.path.join(root, "kept"))),
+            "retain_versions=1": ParquetDatasetStore(LocalStore(os.path.join(root, "one")), retain_versions=1),
+        }
+        times: dict[str, list[float]] = {name: [] for name in sides}
+        for i in range(repeat):
+            for name, datasets in sides.items():  # interleaved: load on the machine hits both alike
+                start = time.perf_counter()
+                datasets.write_dataset(rows(i * ROWS_PER_FILE, ROWS_PER_FILE), KEY, overwrite=True)
+                datasets.read_dataset(KEY)
+                times[name].append(time.perf_counter() - start)
+        kept, one = (statistics.median(times[name][1:]) for name in sides)
+        print(
+            f"(e) overwrite + read of {ROWS_PER_FILE} rows, median of {repeat - 1}: default retention "
+            f"{kept * 1000:.1f} ms, retain_versions=1 {one * 1000:.1f} ms: {kept / one:.2f}x"
+        )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _daily(datasets: ParquetDatasetStore, days: int, rows_per_day: int) -> list[str]:
     rng = np.random.default_rng(3)
     keys = []
@@ -302,7 +328,8 @@ def main() -> None:
     parser.add_argument("--rows-per-day", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--s3", action="store_true", help="also (d) on a moto S3 server")
-    parser.add_argument("--only", default="a,b,c,d")
+    parser.add_argument("--retention-repeat", type=int, default=201)
+    parser.add_argument("--only", default="a,b,c,d,e")
     parser.add_argument(
         "--fixture",
         action="store_true",
@@ -319,6 +346,8 @@ def main() -> None:
         bench_appends(args.appends)
     if "d" in only:
         bench_daily(args.days, args.rows_per_day, args.repeat, args.s3)
+    if "e" in only:
+        bench_retention(args.retention_repeat)
 
 
 if __name__ == "__main__":

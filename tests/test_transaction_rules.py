@@ -135,13 +135,38 @@ def test_interrupt_inside_the_send_keeps_the_old_version_and_leaves_parts_for_va
     wrapped = InterruptingStore(store, op="write_if", suffix="t/manifest.json", when="before")
     wrapped.armed = True
     with pytest.raises(Interrupt):
-        operation(ParquetDatasetStore(wrapped, max_rows_per_file=1), "t")
+        # retain_versions=1 (written for the old default): no copy of the live version goes to _versions/.
+        operation(ParquetDatasetStore(wrapped, max_rows_per_file=1, retain_versions=1), "t")
     reader = ParquetDatasetStore(store)
     assert _rows(reader, "t") == [(1, "a"), (2, "b"), (3, "c")]
     # The outcome was unknown to the writer, so its parts stayed; vacuum removes them.
     leftovers = sorted(f.path for f in store.list_files("t") if f.path not in before)
     assert leftovers
     assert sorted(reader.vacuum("t", grace_period=timedelta(0)).deleted) == leftovers
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (exists, _op, _after) in OPERATIONS.items() if exists))
+def test_interrupt_inside_the_send_under_the_default_retention_keeps_the_live_versions_copy(
+    store: Store, name: str
+) -> None:
+    """With the default retention the writer copied the version it meant to replace into ``_versions/`` just
+    before the send. The send's outcome is unknown, so its parts stay for vacuum; the copy is the live version's
+    own (byte for byte its ``manifest.json``), which vacuum keeps so a later commit replacing it finds it."""
+    exists, operation, _after = OPERATIONS[name]
+    _setup(store, "t", exists)
+    before = sorted(f.path for f in store.list_files("t"))
+    wrapped = InterruptingStore(store, op="write_if", suffix="t/manifest.json", when="before")
+    wrapped.armed = True
+    with pytest.raises(Interrupt):
+        operation(ParquetDatasetStore(wrapped, max_rows_per_file=1), "t")
+    reader = ParquetDatasetStore(store)
+    assert _rows(reader, "t") == [(1, "a"), (2, "b"), (3, "c")]
+    copy = "t/_versions/00000000000000000001.json"
+    leftovers = sorted(f.path for f in store.list_files("t") if f.path not in before)
+    assert copy in leftovers and len(leftovers) > 1
+    assert store.read_bytes(copy) == store.read_bytes("t/manifest.json")
+    assert sorted(reader.vacuum("t", grace_period=timedelta(0)).deleted) == [p for p in leftovers if p != copy]
+    assert _rows(ParquetDatasetStore(store), "t") == [(1, "a"), (2, "b"), (3, "c")]
 
 
 def test_interrupt_before_the_send_deletes_the_parts(store: Store) -> None:

@@ -126,21 +126,29 @@ class FooterReadingDataset(pads.FileSystemDataset):
     pyarrow keeps a Parquet fragment's footer once it read it (a scan with ``cache_metadata`` on, the default;
     ``count_rows``; a fragment's ``metadata``), and every later scan of that fragment trusts it without reading
     the end of the file again: a part truncated after an earlier scan would be read from its (still whole) data
-    pages and return rows. Every scanner pyarrow builds from a dataset (``to_table``, ``count_rows``,
-    ``Scanner.from_dataset``, DuckDB, polars, Acero) first asks the dataset for its ``_scanner_options`` and only
-    then takes the dataset's fragments, so here that call swaps in fresh fragments (same paths, partition
-    expressions and filesystem; no I/O) that hold no footer: each scan reads every footer, with the file's size
-    as it is now, and a truncated part fails with pyarrow's own error. This runs on the thread that builds the
-    scanner (with the GIL), never on Arrow's I/O threads. ``filter()`` keeps this class; pickling rebuilds it.
+    pages and return rows. Every scan pyarrow, DuckDB or polars starts from a dataset object goes through its
+    ``scanner`` (``to_table``, ``to_batches``, ``count_rows``, ``head`` and ``take`` call it), so here ``scanner``
+    scans a fresh copy of the dataset (same paths, partition expressions, filesystem and row filter; no I/O)
+    whose fragments hold no footer: each scan reads every footer, with the file's size as it is now, and a
+    truncated part fails with pyarrow's own error. The copy is built on the calling thread (with the GIL), never
+    on Arrow's I/O threads, and this object is never changed, so threads may scan it at once (re-initialising it
+    in place while another thread scanned it crashed the process). ``Scanner.from_dataset`` called on it
+    directly scans its own fragments with ``cache_metadata`` off. ``filter()`` keeps this class; pickling
+    rebuilds it.
     """
 
-    def _scanner_options(self, options: dict[str, Any]) -> dict[str, Any]:
-        fresh = [
+    def _fresh(self) -> pads.FileSystemDataset:
+        fragments = [
             self.format.make_fragment(f.path, f.filesystem, f.partition_expression) for f in self._get_fragments(None)
         ]
-        kept = self._scan_options  # the row filter of filter(): __init__ resets it
-        self.__init__(fresh, self.schema, self.format, self.filesystem, self.partition_expression)  # type: ignore[misc]
-        self._scan_options = kept
+        fresh = pads.FileSystemDataset(fragments, self.schema, self.format, self.filesystem, self.partition_expression)
+        fresh._scan_options = self._scan_options  # the row filter of filter()
+        return fresh
+
+    def scanner(self, *args: Any, **kwargs: Any) -> pads.Scanner:
+        return self._fresh().scanner(*args, **kwargs)
+
+    def _scanner_options(self, options: dict[str, Any]) -> dict[str, Any]:
         return {**super()._scanner_options(options), "cache_metadata": False}
 
     def __reduce__(self) -> tuple[Any, ...]:

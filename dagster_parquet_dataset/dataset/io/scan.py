@@ -133,7 +133,8 @@ class FooterReadingDataset(pads.FileSystemDataset):
     truncated part fails with pyarrow's own error. The copy is built on the calling thread (with the GIL), never
     on Arrow's I/O threads, and this object is never changed, so threads may scan it at once (re-initialising it
     in place while another thread scanned it crashed the process). ``Scanner.from_dataset`` called on it
-    directly scans its own fragments with ``cache_metadata`` off. ``filter()`` keeps this class; pickling
+    directly scans its own fragments with ``cache_metadata`` off; a direct ``count_rows`` still leaves their
+    footers cached for later direct scans (``docs/scans.md`` says so). ``filter()`` keeps this class; pickling
     rebuilds it.
     """
 

@@ -348,7 +348,8 @@ def _result(
     committed: DatasetManifest, new_entries: Sequence[FileEntry], rewritten: set[str], inserted: int, updated: int
 ) -> MergeResult:
     new_paths = tuple(e.path for e in new_entries)
-    preserved = tuple(p for p in committed.parts if p not in set(new_paths))
+    new_set = set(new_paths)
+    preserved = tuple(p for p in committed.parts if p not in new_set)
     return MergeResult(
         inserted=inserted,
         updated=updated,

@@ -127,20 +127,26 @@ def test_interrupt_while_success_is_written_keeps_the_new_version(store: Store, 
     assert _rows(reader, "t") == after  # the reader writes the missing _SUCCESS of a committed version
 
 
-@pytest.mark.parametrize("name", ["overwrite", "append", "merge", "compact"])
-def test_interrupt_inside_the_send_keeps_the_old_version_and_leaves_parts_for_vacuum(store: Store, name: str) -> None:
+def _interrupt_inside_the_send(store: Store, name: str, *, retain_versions: int | None = None) -> list[str]:
+    """Run operation ``name`` with its manifest swap interrupted before it is sent; the files it left
+    (``retain_versions=None`` is the store's default retention)."""
     exists, operation, _after = OPERATIONS[name]
     _setup(store, "t", exists)
     before = sorted(f.path for f in store.list_files("t"))
     wrapped = InterruptingStore(store, op="write_if", suffix="t/manifest.json", when="before")
     wrapped.armed = True
     with pytest.raises(Interrupt):
-        # retain_versions=1 (written for the old default): no copy of the live version goes to _versions/.
-        operation(ParquetDatasetStore(wrapped, max_rows_per_file=1, retain_versions=1), "t")
+        operation(ParquetDatasetStore(wrapped, max_rows_per_file=1, retain_versions=retain_versions), "t")
+    return sorted(f.path for f in store.list_files("t") if f.path not in before)
+
+
+@pytest.mark.parametrize("name", ["overwrite", "append", "merge", "compact"])
+def test_interrupt_inside_the_send_keeps_the_old_version_and_leaves_parts_for_vacuum(store: Store, name: str) -> None:
+    # retain_versions=1 (written for the old default): no copy of the live version goes to _versions/.
+    leftovers = _interrupt_inside_the_send(store, name, retain_versions=1)
     reader = ParquetDatasetStore(store)
     assert _rows(reader, "t") == [(1, "a"), (2, "b"), (3, "c")]
     # The outcome was unknown to the writer, so its parts stayed; vacuum removes them.
-    leftovers = sorted(f.path for f in store.list_files("t") if f.path not in before)
     assert leftovers
     assert sorted(reader.vacuum("t", grace_period=timedelta(0)).deleted) == leftovers
 
@@ -152,17 +158,10 @@ def test_interrupt_inside_the_send_under_the_default_retention_keeps_the_live_ve
     """With the default retention the writer copied the version it meant to replace into ``_versions/`` just
     before the send. The send's outcome is unknown, so its parts stay for vacuum; the copy is the live version's
     own (byte for byte its ``manifest.json``), which vacuum keeps so a later commit replacing it finds it."""
-    exists, operation, _after = OPERATIONS[name]
-    _setup(store, "t", exists)
-    before = sorted(f.path for f in store.list_files("t"))
-    wrapped = InterruptingStore(store, op="write_if", suffix="t/manifest.json", when="before")
-    wrapped.armed = True
-    with pytest.raises(Interrupt):
-        operation(ParquetDatasetStore(wrapped, max_rows_per_file=1), "t")
+    leftovers = _interrupt_inside_the_send(store, name)
     reader = ParquetDatasetStore(store)
     assert _rows(reader, "t") == [(1, "a"), (2, "b"), (3, "c")]
     copy = "t/_versions/00000000000000000001.json"
-    leftovers = sorted(f.path for f in store.list_files("t") if f.path not in before)
     assert copy in leftovers and len(leftovers) > 1
     assert store.read_bytes(copy) == store.read_bytes("t/manifest.json")
     assert sorted(reader.vacuum("t", grace_period=timedelta(0)).deleted) == [p for p in leftovers if p != copy]

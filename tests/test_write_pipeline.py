@@ -17,11 +17,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from dagster_parquet_dataset import ParquetDatasetStore, Store
+from dagster_parquet_dataset import ManifestCorrupted, ParquetDatasetStore, Store
 from dagster_parquet_dataset.dataset.format import schema as schema_rules
 from dagster_parquet_dataset.dataset.format import segments
 
-from ._stores import WrappingStore
+from ._stores import InjectedCrash, WrappingStore
 
 COUNTED = ("evolve_schema", "check_column_names")
 
@@ -158,3 +158,57 @@ def test_merge_into_a_new_dataset_reads_and_checks_once(store: Store) -> None:
     assert _manifest_reads(counting) == 1
     assert counts["check_column_names"] == 1
     assert ParquetDatasetStore(store).read_dataset("t").sort_by("id").equals(_table(0, 3))
+
+
+class _DeleteDiesAfterItsTombstone(WrappingStore):
+    def _before(self, op: str, path: str) -> None:
+        super()._before(op, path)
+        if op == "delete" and path.endswith(".parquet"):
+            raise InjectedCrash(f"crash at {op} {path}")
+
+
+_WRITES = ("open_output", "write_bytes", "delete", "delete_folder", "write_if", "rename")
+
+
+def _writes(store: WrappingStore) -> list[tuple[str, str]]:
+    return [(op, path) for op, path in store.log if op in _WRITES]
+
+
+def test_plan_merge_begins_as_every_write_does(store: Store) -> None:
+    """``plan_merge`` begins through the pipeline's ``begin``: one read of ``manifest.json``, nothing
+    written, a bad ``run_id`` refused there (it used to be committed, making the dataset unreadable),
+    a corrupt manifest refused, a delete's tombstone read as no dataset."""
+    ParquetDatasetStore(store).write_dataset(_table(0, 3), "t")
+    counting = WrappingStore(store)
+    datasets = ParquetDatasetStore(counting)
+    schema = _table(0, 1).schema
+    plan = datasets.plan_merge("t", source_schema=schema, key_columns=["id"], key_ranges={"id": (1, 1)})
+    assert plan.exists and plan.version == 1 and plan.manifest is not None and plan.manifest.version == 1
+    assert plan.write.txn == plan.txn and plan.write.current is plan.manifest and not plan.write.spec_names
+    assert [e.path for e in plan.candidates] == ["data.parquet"]
+    assert _manifest_reads(counting) == 1 and _writes(counting) == []
+
+    counting.log.clear()
+    with pytest.raises(TypeError, match="run_id must be a str or None, got int"):
+        datasets.plan_merge(
+            "t",
+            source_schema=schema,
+            key_columns=["id"],
+            key_ranges={"id": (1, 1)},
+            run_id=5,  # type: ignore[arg-type]
+        )
+    assert _writes(counting) == []
+    assert ParquetDatasetStore(store).read_dataset("t").num_rows == 3
+
+    store.write_bytes("c/manifest.json", b"{ not json")
+    counting.log.clear()
+    with pytest.raises(ManifestCorrupted):
+        datasets.plan_merge("c", source_schema=schema, key_columns=["id"], key_ranges={"id": (1, 1)})
+    assert _manifest_reads(counting) == 2 and _writes(counting) == []  # the begin, and the read that names the reason
+
+    with pytest.raises(InjectedCrash):
+        ParquetDatasetStore(_DeleteDiesAfterItsTombstone(store)).delete_dataset("t")
+    counting.log.clear()
+    plan = datasets.plan_merge("t", source_schema=schema, key_columns=["id"], key_ranges={"id": (1, 1)})
+    assert not plan.exists and plan.version is None and plan.manifest is None and plan.candidates == ()
+    assert _manifest_reads(counting) == 1 and _writes(counting) == []

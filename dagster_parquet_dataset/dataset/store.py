@@ -239,8 +239,7 @@ class ParquetDatasetStore(MaintenanceMethods):
         Raises:
             TypeError: ``pending`` did not come from one of those methods.
         """
-        base = pending.write if isinstance(pending, PendingAppend) else pending
-        base = base.pending() if isinstance(base, MergePlan) else base
+        base = pending.write if isinstance(pending, PendingAppend | MergePlan) else pending
         if not isinstance(base, PendingWrite):
             raise TypeError(
                 f"pending must come from begin_write, begin_append or plan_merge, got {type(pending).__name__}"
@@ -463,7 +462,8 @@ class ParquetDatasetStore(MaintenanceMethods):
 
         Raises:
             ValueError: unknown strategy, a bad key column, an unfit schema, a ``partition_by`` that differs.
-            ManifestCorrupted / TypeError: the live manifest cannot be parsed / bad ``key_columns`` or schema.
+            ManifestCorrupted / TypeError: the live manifest cannot be parsed / bad ``key_columns``, schema,
+                ``run_id``, ``metadata`` or ``expect_owner``.
             OwnerMismatch: the live version records another owner than ``expect_owner``.
         """
         return plan_merge(

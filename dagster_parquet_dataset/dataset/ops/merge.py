@@ -369,7 +369,7 @@ def commit_merge(
     if not rewritten_set and not entries:
         return MergeResult.unchanged(current)
     touched = candidate_paths | {e.path for e in plan.elsewhere}
-    txn = Transaction.resume(options, plan.pending())
+    txn = Transaction.resume(options, plan.write)
     txn.adopt(e.path for e in entries)
     build = _merge_builder(
         options,

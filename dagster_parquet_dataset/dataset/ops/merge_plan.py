@@ -18,10 +18,9 @@ import pyarrow as pa
 
 from ...storage.base import validate_key
 from .._dataset_options import DatasetOptions
-from ..commit.new_version import new_txn
-from ..commit.owner import check_expect_owner, check_owner
+from ..commit.owner import check_expect_owner
 from ..commit.retry import Replan
-from ..commit.transaction import PendingWrite, read_current
+from ..commit.transaction import PendingWrite
 from ..expressions.merge_keys import check_key_columns, check_merge_types
 from ..expressions.pruning import ColumnStats, partition_stats
 from ..format.layout import part_name
@@ -31,8 +30,7 @@ from ..format.stats import decode_stats
 from ..io.key_checks import check_key_fits
 from ..io.read_parts import file_constants
 from ..manifest import DatasetManifest, FileEntry
-from .history import read_manifest
-from .write_pipeline import decide_schema, require
+from .write_pipeline import begin, decide_schema
 
 
 class MergeReplanNeeded(Replan):
@@ -118,6 +116,8 @@ class MergePlan:
         elsewhere: files in *other* partitions that may hold the changes' keys; a matched
             key there means a key's partition values would change, which a merge refuses.
         version: the planned-on version (``None`` if the dataset does not exist).
+        write: the merge's :class:`PendingWrite`, begun as every write is (:func:`.write_pipeline.begin`):
+            its ``run_id``, ``metadata``, ``expect_owner`` and the planned-on version (:attr:`manifest`).
         idempotency_key, source_hash: set both (``dataclasses.replace``; ``source_hash`` a hash of
             the merge's source rows the caller computes) to commit as
             :meth:`ParquetDatasetStore.merge_dataset`'s ``idempotency_key`` does: a version that
@@ -135,32 +135,19 @@ class MergePlan:
     candidates: tuple[FileEntry, ...]
     elsewhere: tuple[FileEntry, ...]
     version: int | None
-    run_id: str | None = None
-    metadata: dict[str, str] | None = None
-    expect_owner: dict[str, str | None] | None = None
-    manifest: DatasetManifest | None = field(default=None, repr=False)
-    token: str | None = field(default=None, repr=False)
+    write: PendingWrite = field(repr=False)
     ranges: Mapping[str, tuple[Any, Any]] = field(default_factory=dict, repr=False)
     idempotency_key: str | None = None
     source_hash: str | None = None
 
+    @property
+    def manifest(self) -> DatasetManifest | None:
+        """The planned-on version's manifest (:attr:`write`'s; ``None`` if the dataset does not exist)."""
+        return self.write.current
+
     def part_name(self, index: int) -> str:
         """A name for new part ``index`` of this merge (carries :attr:`txn`)."""
         return part_name(index, txn=self.txn, kind="m")
-
-    def pending(self) -> PendingWrite:
-        """The :class:`PendingWrite` of this merge (parts carry :attr:`txn`; never Spec names)."""
-        return PendingWrite(
-            key=self.key,
-            txn=self.txn,
-            spec_names=False,
-            overwrite=True,
-            run_id=self.run_id,
-            metadata=self.metadata,
-            current=self.manifest,
-            token=self.token,
-            expect_owner=self.expect_owner,
-        )
 
 
 def plan_merge(
@@ -186,15 +173,11 @@ def plan_merge(
     check_column_names(source_schema, key=key)
     keys = tuple(check_key_columns(key_columns, strategy, source_schema.names))
     check_merge_types(source_schema, keys)
-    require(options, "merge")
-    txn = new_txn()
-    current, token = read_current(options.store, key)
-    if current is None and token is not None:
-        read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
-    check_owner(key, owner, current)  # early; commit_merge checks again on what it replaces
+    txn = begin(options, key, mode="merge", run_id=run_id, metadata=metadata, expect_owner=owner)
+    current = txn.current  # None: no dataset, or a delete's tombstone (a corrupt manifest raised)
     unplanned = MergePlan(
         key=key,
-        txn=txn,
+        txn=txn.txn,
         exists=False,
         schema=None,
         partition_by=(),
@@ -203,9 +186,7 @@ def plan_merge(
         candidates=(),
         elsewhere=(),
         version=None,
-        run_id=run_id,
-        metadata=metadata,
-        expect_owner=owner,
+        write=txn.pending,
     )
     if current is None:  # the writer writes the changes as a new dataset (begin_write decides its schema)
         return replace(unplanned, partition_by=check_partition_by(partition_by, source_schema))
@@ -227,7 +208,5 @@ def plan_merge(
         candidates=tuple(candidates),
         elsewhere=tuple(elsewhere),
         version=current.version,
-        manifest=current,
-        token=token,
         ranges=ranges,
     )

@@ -87,7 +87,7 @@ def begin(
     a ``(manifest, token)`` read already.
 
     A write (``mode="write"``) tries a new dataset's ``_claim`` and refuses an existing one; an
-    append refuses a live manifest it cannot parse.
+    append or a merge refuses a live manifest it cannot parse.
 
     Raises:
         TypeError / ValueError: a bad ``run_id``, ``metadata`` or ``expect_owner``.
@@ -95,7 +95,7 @@ def begin(
         OwnerMismatch: the live version records another owner than ``expect_owner``.
         AlreadyExists: ``mode="write"`` and the dataset exists (a committed one missing its
             ``_SUCCESS`` gets it first).
-        ManifestCorrupted: ``mode="append"`` and the live manifest cannot be parsed.
+        ManifestCorrupted: ``mode="append"`` or ``"merge"`` and the live manifest cannot be parsed.
     """
     check_run_id(run_id)
     metadata = check_metadata(metadata)
@@ -115,7 +115,7 @@ def begin(
         if txn.current is not None and not options.store.exists(f"{key}/{SUCCESS_NAME}"):
             repair_success(options.store, key)  # its writer died after committing: make it whole
         raise AlreadyExists(f"dataset {key!r} already exists; pass overwrite=True to replace it")
-    if mode == "append" and txn.current is None and txn.exists:
+    if mode in ("append", "merge") and txn.current is None and txn.exists:
         read_manifest(options.store, key)  # raises ManifestCorrupted with the reason
     return txn
 

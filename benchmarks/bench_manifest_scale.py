@@ -211,11 +211,12 @@ def bench_parse_plan(files: int, repeat: int) -> None:
 def bench_appends(appends: int, base: int = 0) -> None:
     root = tempfile.mkdtemp(prefix="bench-scale-appends-")
     try:
+        store_root = os.path.join(root, "ours")
         if base:  # on top of the metadata-only fixture of ``base`` files (appends never open existing parts)
             from _scale_fixture import copy_fixture
 
-            copy_fixture(base, SCHEMA, root)
-        datasets = ParquetDatasetStore(LocalStore(root, durable=False))
+            copy_fixture(base, SCHEMA, store_root)
+        datasets = ParquetDatasetStore(LocalStore(store_root, durable=False))
         times = []
         for i in range(appends):
             start = time.perf_counter()

@@ -687,7 +687,8 @@ class ParquetDatasetStore(MaintenanceMethods):
 
         A tombstone manifest is swapped in first (from then on readers see the dataset absent, and the
         delete is ordered with every other commit), then ``_SUCCESS`` goes, then the files that were there
-        when the tombstone landed, then the tombstone with the folder. A file a writer publishes meanwhile
+        when the tombstone landed, then the tombstone (only on its token: a version a writer committed on
+        top of it stays, with its files) with the folder. A file a writer publishes meanwhile
         keeps the tombstone in place, so the key reads as absent, never incomplete. Files of a dataset
         nested in its folder are kept. See ``docs/guarantees.md`` for the races with writers.
 

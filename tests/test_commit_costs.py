@@ -46,3 +46,17 @@ def test_a_commit_writes_the_success_a_crash_left_out(store: Store) -> None:
     store.delete("t/_SUCCESS")
     ParquetDatasetStore(store).append_dataset(NEW, "t")
     assert store.exists("t/_SUCCESS")
+
+
+def test_a_fresh_process_commit_reads_no_version_copy_while_none_can_have_expired(store: Store) -> None:
+    """A process's first commit to a dataset (each Dagster step) lists ``_versions/`` for expired versions;
+    the listing's write times show the oldest copy is younger than ``retain_for``, so it reads no copy (a
+    ``GET`` per step), and the versions stay."""
+    ds = ParquetDatasetStore(store)
+    for rows in ([1], [2], [3]):
+        ds.write_dataset(pa.table({"k": rows}), "t", overwrite=True)
+    fresh = WrappingStore(store)  # another Store object: what this process learnt about "t" does not apply
+    ParquetDatasetStore(fresh).write_dataset(NEW, "t", overwrite=True)
+    assert [p for op, p in fresh.log if op == "list_files"] == ["t/_versions"]
+    assert [p for op, p in fresh.log if op in ("read_bytes", "open_input") and "/_versions/" in p] == []
+    assert [m.version for m in ParquetDatasetStore(store).history("t")] == [4, 3, 2, 1]

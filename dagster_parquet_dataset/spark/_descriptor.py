@@ -93,7 +93,10 @@ def keep_one_attempt(rows: Sequence[Mapping[str, object]]) -> list[Mapping[str, 
 
 def hash_seconds(rows: Sequence[Mapping[str, object]]) -> float:
     """CPU seconds the kept attempts spent hashing their parts, summed over the tasks."""
-    return sum(float(r["hash_seconds"] or 0.0) for r in keep_one_attempt(rows))  # type: ignore[arg-type]
+    total = 0.0
+    for row in keep_one_attempt(rows):
+        total += float(row["hash_seconds"] or 0.0)  # type: ignore[arg-type]
+    return total
 
 
 def entries_by_group(rows: Sequence[Mapping[str, object]]) -> dict[int, list[FileEntry]]:

@@ -9,6 +9,7 @@ and the driver reads only the footers.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -45,7 +46,7 @@ def test_the_executors_hash_equals_the_hash_encode_part_records(spark: SparkSess
     assert hash_parts(spark.sparkContext, store, []) == {}
 
 
-def _driver_hashes(store: LocalStore, key: str, entries: list[FileEntry]) -> list[FileEntry]:
+def _driver_hashes(store: LocalStore, key: str, entries: Sequence[FileEntry]) -> list[FileEntry]:
     """``entries`` with the content hash the driver computed before the move (its own read of each file)."""
     out = []
     for entry in entries:

@@ -20,8 +20,9 @@ timing is the write or the read alone. In the same run and on the same disk:
   every round, alternating which goes first, and the cost is also given as the median of
   the per-round ratios. The CPU seconds the hashing itself took, summed over the tasks
   (the executors report them with each part), are printed as a share of the write's wall time,
-* the native write with its parts hashed on the driver (its reading of every byte, as before
-  the hash moved to the executors), for comparison,
+* the native write with its parts hashed by a Spark job on the executors, as on a cluster (with
+  a local master they are hashed on driver threads, as before the job existed: see
+  ``_native.hash_on_driver``), for comparison,
 * ``spark.read.parquet(dir)`` against ``read_spark_dataset`` (native on a LocalStore; the
   executor-side Arrow read is printed for information), each forced to read every column
   of every row with a ``noop`` write.
@@ -42,8 +43,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import psutil
@@ -54,8 +54,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
 from pyspark.sql import functions as F  # noqa: E402
 
-from dagster_parquet_dataset import LocalStore, ParquetDatasetStore, Store  # noqa: E402
-from dagster_parquet_dataset.dataset.engine import hash_before_footer  # noqa: E402
+from dagster_parquet_dataset import LocalStore, ParquetDatasetStore  # noqa: E402
 from dagster_parquet_dataset.spark import (  # noqa: E402
     _native,
     _parts,
@@ -136,21 +135,6 @@ def make_df(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
     return df
 
 
-def driver_hash_parts(sc: object, store: Store, paths: Sequence[str]) -> dict[str, _native.PartHash]:
-    """The native path's content hashes as they were computed before issue 27 moved them to the
-    executors: the driver reads every part (8 threads), for the "before" variant."""
-
-    def one(path: str) -> tuple[str, _native.PartHash]:
-        start = time.thread_time()
-        with store.open_input(path) as source:
-            size = source.size()
-            digest = hash_before_footer(source, size)
-        return path, _native.PartHash(digest, size, time.thread_time() - start)
-
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(paths)))) as pool:
-        return dict(pool.map(one, paths))
-
-
 def force_read(df: DataFrame) -> None:
     """Read every column of every row (Spark's no-op sink), nothing collected."""
     df.write.format("noop").mode("overwrite").save()
@@ -223,19 +207,19 @@ def main() -> None:
 
             return go
 
-        def driver_hashed(i: int) -> None:
-            executors = _native.hash_parts
-            _native.hash_parts = driver_hash_parts  # type: ignore[assignment]
+        def executor_hashed(i: int) -> None:
+            local = _native.hash_on_driver
+            _native.hash_on_driver = lambda sc: False  # the hashing job, as on a cluster
             try:
                 native_write(i)
             finally:
-                _native.hash_parts = executors
+                _native.hash_on_driver = local
 
         writes = [
             Variant("df.write.parquet", plain_write),
             Variant("write native", native_write),
             Variant("write native (no hash)", unhashed(native_write)),
-            Variant("native (driver hash)", driver_hashed),
+            Variant("native (hash job)", executor_hashed),
             Variant("write arrow", arrow_write),
             Variant("write arrow (no hash)", unhashed(arrow_write)),
         ]
@@ -291,27 +275,31 @@ def main() -> None:
         print(
             f"{'read arrow (info) / spark.read.parquet':<40} {by['read arrow (info)'] / by['spark.read.parquet']:5.2f}x"
         )
-        for name in ("write native", "write arrow"):
-            cost = by[name] / by[f"{name} (no hash)"] - 1
-            pairs = zip(named[name].seconds, named[f"{name} (no hash)"].seconds, strict=True)
+        for name, without in (
+            ("write native", "write native (no hash)"),
+            ("native (hash job)", "write native (no hash)"),
+            ("write arrow", "write arrow (no hash)"),
+        ):
+            cost = by[name] / by[without] - 1
+            pairs = zip(named[name].seconds, named[without].seconds, strict=True)
             paired = statistics.median(w / wo for w, wo in pairs) - 1
             good = cost <= TARGETS["hash cost"]
-            ok &= good
+            ok &= good or name == "native (hash job)"  # for information: with a local master the driver hashes
             print(
                 f"{'content hash cost, ' + name:<40} {cost:+6.1%}  (median with / without - 1; "
                 f"median of per-round ratios {paired:+.1%})  target <= {TARGETS['hash cost']:.0%}  "
                 f"{'OK' if good else 'MISSED'}"
             )
         cores = spark.sparkContext.defaultParallelism
-        for name in ("write native", "native (driver hash)", "write arrow"):
+        for name in ("write native", "native (hash job)", "write arrow"):
             cpu = statistics.median(named[name].hash_cpu)
             print(
                 f"{'hash CPU, ' + name:<40} {cpu:6.3f} s summed over tasks = {cpu / by[name]:5.1%} of the "
                 f"write's {by[name]:.2f} s wall ({cpu / by[name] / cores:.1%} of its {cores} cores)"
             )
         print(
-            f"{'native, executors / driver hash':<40} {by['write native'] / by['native (driver hash)']:5.2f}x  "
-            "(the hash moved to the executors vs the driver reading every part)"
+            f"{'native, hash job / driver threads':<40} {by['native (hash job)'] / by['write native']:5.2f}x  "
+            "(the parts hashed by a Spark job on the executors vs on the driver's threads)"
         )
         sys.exit(0 if ok and (args.only == "io" or exec_ok) else 1)
     finally:

@@ -5,9 +5,11 @@ the dataset. Spark's writer offers no hook for the bytes it writes, so a small
 Spark job then hashes each part's bytes before its footer on the executors
 (:func:`hash_parts`: one task per core, each reading its files once and
 returning only ``(path, content hash, size)``; the same hash the executor-side
-writer records while writing). The driver reads only each file's footer, for
-its row count, schema and statistics, and, on a store that can rename, moves
-the files to the dataset layer's names. Elsewhere (``s3a://``) the files stay
+writer records while writing; with a local master, whose executors are the
+driver's machine, driver threads do the same reads without a job's latency).
+The driver reads only each file's footer, for its row count, schema and
+statistics, and, on a store that can rename, moves the files to the dataset
+layer's names. Elsewhere (``s3a://``) the files stay
 where Spark put them; the manifest is the only list of parts either way.
 """
 
@@ -128,23 +130,42 @@ class _HashFiles:
             start = time.thread_time()
             with self.store.open_input(path) as source:
                 size = source.size()
-                digest = hash_before_footer(source, size)
+                digest = hash_before_footer(source, size, chunk=_CHUNK)
             yield path, digest, size, time.thread_time() - start
+
+
+#: Bytes each hashing task (or thread) reads at a time: memory stays flat whatever the part sizes.
+_CHUNK = 1024 * 1024
+
+
+def hash_on_driver(sc: SparkContext) -> bool:
+    """Whether :func:`hash_parts` hashes on the driver's threads: with a local master, whose executors
+    are this machine's cores and disk, a Spark job would add only its own latency (about 0.15 s on
+    ``local[2]``, 5% of an 80 MiB write) to the same reads."""
+    return str(sc.master).startswith("local")
 
 
 def hash_parts(sc: SparkContext, store: Store, paths: Sequence[str]) -> dict[str, PartHash]:
     """The content hash (bytes before the footer, as :func:`encode_part` records it) of each Parquet
     file at ``paths`` on ``store``, computed on the executors: one Spark job, one task per core at
-    most, each reading its files once; only the hashes and sizes come back to the driver.
+    most, each reading its files once, ``_CHUNK`` bytes at a time; only the hashes and sizes come
+    back to the driver. With a local master (:func:`hash_on_driver`) the same reads run on as many
+    driver threads as Spark has cores (SHA-256 releases the GIL), without a job.
 
     Raises:
         pyspark.errors.PySparkException: the job failed (a file is missing, unreadable, or not
             Parquet: the task's ``NotFound``/``OSError``/``ValueError`` is in the message).
+        NotFound, OSError, ValueError: the same, on the driver's threads.
     """
     if not paths:
         return {}
-    slices = max(1, min(len(paths), sc.defaultParallelism))
-    rows = run_job(sc, sc.parallelize(list(paths), slices).mapPartitions(_HashFiles(store)).collect)
+    hasher = _HashFiles(store)
+    cores = max(1, min(len(paths), sc.defaultParallelism))
+    if hash_on_driver(sc):
+        with ThreadPoolExecutor(max_workers=cores, thread_name_prefix="pds-hash") as pool:
+            rows = [row for rows in pool.map(lambda path: list(hasher([path])), paths) for row in rows]
+    else:
+        rows = run_job(sc, sc.parallelize(list(paths), cores).mapPartitions(hasher).collect)
     return {path: PartHash(digest, size, seconds) for path, digest, size, seconds in rows}
 
 

@@ -1,9 +1,10 @@
 """Content hashes of Spark's own writer's parts (issue 27): computed on the executors, not the driver.
 
 Spark's Parquet writer has no hook for the bytes it writes, so a small Spark job hashes the written
-files (``hash_parts``): the hashes must equal the dataset layer's (``encode_part``'s, while writing)
-for the same bytes, a Spark output's data version must not change with where the hash is computed,
-and the driver reads only the footers.
+files (``hash_parts``; with a local master, driver threads, as the executors are the same machine):
+the hashes must equal the dataset layer's (``encode_part``'s, while writing) for the same bytes, a
+Spark output's data version must not change with where the hash is computed, and with the job the
+driver reads only the footers.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pyspark.sql import functions as F
 from dagster_parquet_dataset import LocalStore, ParquetDatasetStore
 from dagster_parquet_dataset.dataset import FileEntry, data_version
 from dagster_parquet_dataset.dataset.engine import PartOptions, encode_part, hash_before_footer
-from dagster_parquet_dataset.spark import write_spark_dataset
+from dagster_parquet_dataset.spark import _native, write_spark_dataset
 from dagster_parquet_dataset.spark._native import hash_parts
 
 from ._driver_reads import DriverReadCountingStore
@@ -29,7 +30,12 @@ from ._driver_reads import DriverReadCountingStore
 pytestmark = pytest.mark.timeout(600)
 
 
-def test_the_executors_hash_equals_the_hash_encode_part_records(spark: SparkSession, tmp_path: Any) -> None:
+@pytest.mark.parametrize("where", ["executors", "driver threads"])
+def test_the_executors_hash_equals_the_hash_encode_part_records(
+    spark: SparkSession, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    assert _native.hash_on_driver(spark.sparkContext)  # the tests' master is local
+    monkeypatch.setattr(_native, "hash_on_driver", lambda sc: where == "driver threads")
     store = LocalStore(str(tmp_path))
     rng = np.random.default_rng(7)
     entries: dict[str, FileEntry] = {}
@@ -57,8 +63,9 @@ def _driver_hashes(store: LocalStore, key: str, entries: Sequence[FileEntry]) ->
 
 
 def test_a_native_write_is_hashed_on_the_executors_with_the_same_data_version(
-    spark: SparkSession, tmp_path: Any
+    spark: SparkSession, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(_native, "hash_on_driver", lambda sc: False)  # as on a cluster
     store = DriverReadCountingStore(os.path.join(str(tmp_path), "store"))
     datasets = ParquetDatasetStore(store, retain_versions=1)
     df = spark.range(0, 400_000, numPartitions=3).select(

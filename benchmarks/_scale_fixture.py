@@ -3,7 +3,7 @@
 ``bench_manifest_scale`` builds its datasets through ``begin_append``/``commit_append``: at a million
 files on a loaded machine that takes many minutes. The metadata-only fixture here writes the same
 entries (5 columns with statistics, one id range per file) as segments laid out the way the commit's
-merge policy lays them out (halving sizes, then up to ``INLINE_ENTRIES`` inline), and the root
+merge policy lays them out (halving sizes, then as many inline as the root's budget takes), and the root
 ``manifest.json`` that lists them, in seconds. Its data files do not exist: it serves plans and appends
 (which never open existing parts), not reads. Cached under ``/tmp/scale_fix/<files>``.
 """
@@ -47,15 +47,25 @@ def _entry(i: int, token: str) -> FileEntry:
     return FileEntry(f"part-{i:07d}-{token}.parquet", ROWS_PER_FILE, 1950, None, stats, (), f"sha256:{i:064x}")
 
 
-def chunk_sizes(files: int) -> list[int]:
+def inline_entries() -> int:
+    """How many of the fixture's entries fit the root's inline budget (``INLINE_ENTRIES`` and
+    ``INLINE_BYTES`` of compact JSON)."""
+    sample = [_entry(i, "0" * 16) for i in range(500_000, 500_000 + seg.INLINE_ENTRIES)]
+    fit = 0
+    while fit < len(sample) and seg.fits_inline(sample[: fit + 1]):
+        fit += 1
+    return fit
+
+
+def chunk_sizes(files: int, inline: int) -> list[int]:
     """Segment sizes as the merge policy leaves them (full segments of ``SEGMENT_ROWS``, then a halving
-    tail), then at most ``INLINE_ENTRIES`` inline (the last item)."""
+    tail), then at most ``inline`` entries inline (the last item)."""
     sizes, rest = [], files
-    while rest > seg.SEGMENT_ROWS + seg.INLINE_ENTRIES:
+    while rest > seg.SEGMENT_ROWS + inline:
         sizes.append(seg.SEGMENT_ROWS)
         rest -= seg.SEGMENT_ROWS
-    while rest > seg.INLINE_ENTRIES:
-        size = max(rest // 2, seg.INLINE_ENTRIES) if rest > 2 * seg.INLINE_ENTRIES else rest - seg.INLINE_ENTRIES // 2
+    while rest > inline:
+        size = max(rest // 2, inline) if rest > 2 * inline else rest - inline // 2
         sizes.append(size)
         rest -= size
     return [*sizes, rest]
@@ -63,14 +73,15 @@ def chunk_sizes(files: int) -> list[int]:
 
 def build_fixture(files: int, schema: pa.Schema, *, fresh: bool = False) -> str:
     """The store root of a ``files``-file dataset ``events`` (cached); returns the root folder."""
-    root = os.path.join(CACHE, f"{files}-{'rootless' if files > PARTS_IN_ROOT else 'listed'}")
+    inline = inline_entries()
+    root = os.path.join(CACHE, f"{files}-{'rootless' if files > PARTS_IN_ROOT else 'listed'}-{inline}-inline")
     if os.path.exists(os.path.join(root, KEY, "manifest.json")) and not fresh:
         return root
     shutil.rmtree(root, ignore_errors=True)
     store = LocalStore(root, durable=False)
     token = uuid.uuid4().hex[:16]
     entries = [_entry(i, token) for i in range(files)]
-    *segment_sizes, inline = chunk_sizes(files)
+    *segment_sizes, _tail = chunk_sizes(files, inline)
     refs, start = [], 0
     for size in segment_sizes:
         table = seg.entries_table(entries[start : start + size], schema)

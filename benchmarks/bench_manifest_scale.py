@@ -16,7 +16,8 @@ Uses public APIs only, so it measures whatever manifest format the code writes
 (b) Parse + plan CPU time at 10,000 files (``time.process_time`` around a fresh
     ``plan_read``), median of ``--repeat``. Target <= 50 ms.
 (c) ``--appends`` successive 10-row appends to one dataset: the median of the
-    first 100 against the last 100. Target: within 1.5x.
+    first 100 against the last 100. Target: within 1.5x. ``--appends-base 50000,200000`` runs them on
+    top of metadata-only fixtures (``_scale_fixture``) of those sizes instead of an empty dataset.
 (e) ``--retention-repeat`` overwrites + reads of 10 rows on a durable LocalStore (fsync): the default
     retention (7 days: each commit also writes the replaced version's ``_versions/`` copy) against
     ``retain_versions=1`` (no copy), interleaved in one run (issue 25); medians.
@@ -207,20 +208,26 @@ def bench_parse_plan(files: int, repeat: int) -> None:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def bench_appends(appends: int) -> None:
+def bench_appends(appends: int, base: int = 0) -> None:
     root = tempfile.mkdtemp(prefix="bench-scale-appends-")
     try:
-        datasets = ParquetDatasetStore(LocalStore(root, durable=False))
+        store_root = os.path.join(root, "ours")
+        if base:  # on top of the metadata-only fixture of ``base`` files (appends never open existing parts)
+            from _scale_fixture import copy_fixture
+
+            copy_fixture(base, SCHEMA, store_root)
+        datasets = ParquetDatasetStore(LocalStore(store_root, durable=False))
         times = []
         for i in range(appends):
             start = time.perf_counter()
-            datasets.append_dataset(rows(i * ROWS_PER_FILE, ROWS_PER_FILE), KEY)
+            datasets.append_dataset(rows((base + i) * ROWS_PER_FILE, ROWS_PER_FILE), KEY)
             times.append(time.perf_counter() - start)
         window = min(100, appends // 2)
         first, last = statistics.median(times[:window]), statistics.median(times[-window:])
         ratio = last / first
+        on = f" on {base:,} files (fixture)" if base else ""
         print(
-            f"(c) {appends:,} successive appends: first {window} {first * 1000:.1f} ms, last {window} "
+            f"(c) {appends:,} successive appends{on}: first {window} {first * 1000:.1f} ms, last {window} "
             f"{last * 1000:.1f} ms (median each): {ratio:.2f}x (target <= 1.5x: {'met' if ratio <= 1.5 else 'NOT MET'})"
         )
     finally:
@@ -324,6 +331,11 @@ def main() -> None:
     parser.add_argument("--million", action="store_true", help="also 1,000,000 files (long; needs several GB)")
     parser.add_argument("--cpu-files", type=int, default=10_000)
     parser.add_argument("--appends", type=int, default=1_000)
+    parser.add_argument(
+        "--appends-base",
+        default="0",
+        help="(c) on top of metadata-only fixtures of these sizes (comma-separated; 0: an empty dataset)",
+    )
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--rows-per-day", type=int, default=10_000)
     parser.add_argument("--repeat", type=int, default=5)
@@ -343,7 +355,8 @@ def main() -> None:
     if "b" in only:
         bench_parse_plan(args.cpu_files, args.repeat)
     if "c" in only:
-        bench_appends(args.appends)
+        for base in [int(s) for s in args.appends_base.split(",") if s]:
+            bench_appends(args.appends, base)
     if "d" in only:
         bench_daily(args.days, args.rows_per_day, args.repeat, args.s3)
     if "e" in only:

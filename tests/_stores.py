@@ -93,6 +93,14 @@ class WrappingStore(Store):
         self._before("write_if", path)
         return self.inner.write_if(path, data, expected=expected)
 
+    def delete_if(self, path: str, *, expected: str) -> None:
+        self._before("delete_if", path)
+        self.inner.delete_if(path, expected=expected)
+
+    def prune_folders(self, path: str) -> bool:
+        self._before("prune_folders", path)
+        return self.inner.prune_folders(path)
+
     def uri(self, path: str = "") -> str:
         return self.inner.uri(path)
 

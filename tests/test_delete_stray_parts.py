@@ -65,6 +65,12 @@ class _PublishAt(WrappingStore):
         if self.at == "folder removed":
             self._fire()
 
+    def prune_folders(self, path: str) -> bool:
+        gone = super().prune_folders(path)  # the folder's removal, once the tombstone went by its token
+        if self.at == "folder removed":
+            self._fire()
+        return gone
+
     def _fire(self) -> None:
         if not self.fired:
             self.fired = True

@@ -146,7 +146,7 @@ def test_retained_versions_are_not_a_dataset_key(store: Store) -> None:
 def test_segments_are_not_a_dataset_key(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """``_segments`` is reserved like ``_versions``: deleting, writing or vacuuming ``a/_segments`` would
     remove ``a``'s manifest segments (issue 26, #3)."""
-    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)  # so 40 files need a segment (the default inlines 1,024)
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)  # so 40 files need a segment (the default inlines up to 256)
     datasets = ParquetDatasetStore(store, max_rows_per_file=1)
     datasets.write_dataset(plain(40), "a")  # more than 32 files: the entries live in a segment
     before = snapshot(store, "a")

@@ -86,6 +86,11 @@ def _version_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _filter_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--filter``, repeatable (the filters are ANDed); ``what`` opens its help."""
+    parser.add_argument("--filter", action="append", metavar='"COL OP VALUE"', help=f"{what}; repeat to AND them")
+
+
 def _as_of_option(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument(
         "--as-of",
@@ -162,12 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     plan = command("plan", "show which files a filtered read selects and which it prunes")
     plan.add_argument("key", type=_key_arg, metavar="KEY")
-    plan.add_argument(
-        "--filter",
-        action="append",
-        metavar='"COL OP VALUE"',
-        help="a filter such as 'id > 10', \"region in (eu, us)\" or 'day >= 2024-05-01'; repeat to AND them",
-    )
+    _filter_option(plan, "a filter such as 'id > 10', \"region in (eu, us)\" or 'day >= 2024-05-01'")
     _version_option(plan)
 
     vacuum = command("vacuum", "delete files no retained version references")
@@ -206,13 +206,7 @@ def build_parser() -> argparse.ArgumentParser:
     _keys_options(compact, "compact")
     compact.add_argument("--target-size", default="128MiB", metavar="SIZE", help="target file size (default: 128MiB)")
     compact.add_argument("--dry-run", action="store_true", help="show what would be rewritten, write nothing")
-
-    compact.add_argument(
-        "--filter",
-        action="append",
-        metavar='"COL OP VALUE"',
-        help="compact only the files a read with these filters selects (as for plan); repeat to AND them",
-    )
+    _filter_option(compact, "compact only the files a read with these filters selects (as for plan)")
 
     sync = command(
         "sync-delta-log",
@@ -242,12 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     head.add_argument(
         "--columns", action="append", metavar="COL[,COL...]", help="only these columns (comma-separated, repeatable)"
     )
-    head.add_argument(
-        "--filter",
-        action="append",
-        metavar='"COL OP VALUE"',
-        help="only rows matching this filter (as for plan); repeat to AND them",
-    )
+    _filter_option(head, "only rows matching this filter (as for plan)")
     _version_option(head)
     return parser
 

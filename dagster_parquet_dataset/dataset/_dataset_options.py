@@ -6,7 +6,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import CapabilityNotSupported
 from ..storage.base import Capability, Store
@@ -23,7 +23,14 @@ COMPRESSIONS = ("none", "uncompressed", "snappy", "gzip", "brotli", "lz4", "zstd
 
 @dataclass(frozen=True, kw_only=True)
 class DatasetOptions:
-    """What :class:`ParquetDatasetStore` was configured with, validated (see its docstring)."""
+    """What :class:`ParquetDatasetStore` was configured with (see its docstring), validated on construction:
+    ``compression`` is held lower-case, ``retain_for`` and ``commit_timeout`` as seconds.
+
+    Raises:
+        TypeError: ``store`` is not a :class:`Store`, or an option has the wrong type.
+        ValueError: an option is out of range or the codec is unknown.
+        CapabilityNotSupported: ``delta_log`` on a store that cannot put-if-absent and list.
+    """
 
     store: Store
     compression: str = "zstd"
@@ -31,10 +38,22 @@ class DatasetOptions:
     max_rows_per_file: int | None = None
     max_workers: int | None = None
     retain_versions: int | None = None
-    #: Seconds a replaced version stays retained (see ``_retention``); ``None``: no time limit.
-    retain_for: float | None = 7 * 24 * 3600.0
+    #: How long a replaced version stays retained (see :mod:`.commit.retention`), given as a ``timedelta``
+    #: or seconds and held as seconds; ``None``: no time limit.
+    retain_for: timedelta | float | None = 7 * 24 * 3600.0
     commit_timeout: float = 60.0
     delta_log: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.store, Store):
+            raise TypeError(f"store must be a dagster_parquet_dataset Store, got {type(self.store).__name__}")
+        # Frozen: the checked (normalised) values are set with object.__setattr__, in the order checked.
+        object.__setattr__(self, "compression", check_compression(self.compression))
+        for name in ("row_group_size", "max_rows_per_file", "max_workers", "retain_versions"):
+            check_positive(name, getattr(self, name))
+        object.__setattr__(self, "retain_for", check_retain_for(self.retain_for))
+        object.__setattr__(self, "commit_timeout", check_commit_timeout(self.commit_timeout))
+        object.__setattr__(self, "delta_log", _check_delta_log(self.store, self.delta_log))
 
     def after_commit(self, key: str, base: DatasetManifest | None, committed: DatasetManifest) -> None:
         """What every commit does once it landed (``committed`` built on ``base`` as far as it knows):
@@ -45,9 +64,15 @@ class DatasetOptions:
             after_commit(self.store, key, base, committed)
 
     @property
+    def retain_seconds(self) -> float | None:
+        """:attr:`retain_for` as the seconds it is held as once constructed."""
+        return cast("float | None", self.retain_for)
+
+    @property
     def retain_period(self) -> timedelta | None:
         """:attr:`retain_for` as a ``timedelta``."""
-        return None if self.retain_for is None else timedelta(seconds=self.retain_for)
+        seconds = self.retain_seconds
+        return None if seconds is None else timedelta(seconds=seconds)
 
     @property
     def part_options(self) -> PartOptions:
@@ -118,47 +143,6 @@ def check_run_id(run_id: object) -> None:
     """Raises ``TypeError``: ``run_id`` is neither a str nor ``None``."""
     if run_id is not None and not isinstance(run_id, str):
         raise TypeError(f"run_id must be a str or None, got {type(run_id).__name__}")
-
-
-def make_options(
-    store: object,
-    *,
-    compression: object,
-    row_group_size: int | None,
-    max_rows_per_file: int | None,
-    max_workers: int | None,
-    retain_versions: int | None,
-    retain_for: object,
-    commit_timeout: object,
-    delta_log: bool = False,
-) -> DatasetOptions:
-    """Validated :class:`DatasetOptions`.
-
-    Raises:
-        TypeError: ``store`` is not a :class:`Store`, or an option has the wrong type.
-        ValueError: an option is out of range or the codec is unknown.
-    """
-    if not isinstance(store, Store):
-        raise TypeError(f"store must be a dagster_parquet_dataset Store, got {type(store).__name__}")
-    codec = check_compression(compression)
-    for name, value in (
-        ("row_group_size", row_group_size),
-        ("max_rows_per_file", max_rows_per_file),
-        ("max_workers", max_workers),
-        ("retain_versions", retain_versions),
-    ):
-        check_positive(name, value)
-    return DatasetOptions(
-        store=store,
-        compression=codec,
-        row_group_size=row_group_size,
-        max_rows_per_file=max_rows_per_file,
-        max_workers=max_workers,
-        retain_versions=retain_versions,
-        retain_for=check_retain_for(retain_for),
-        commit_timeout=check_commit_timeout(commit_timeout),
-        delta_log=_check_delta_log(store, delta_log),
-    )
 
 
 def _check_delta_log(store: Store, delta_log: object) -> bool:

@@ -511,7 +511,7 @@ class DatasetManifest:
         inline = files if format_version >= SEGMENTED_FORMAT else ()
         if inline:
             files = ()
-        if files or (inline and not segments):
+        if files or (inline and not segments and not rootless):  # format 3 lists no parts to compare
             files = files or inline
             if [f.path for f in files] != parts:
                 raise ManifestCorrupted(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from ..storage.base import Capability, Store, validate_key
-from ._dataset_options import check_metadata, make_options
+from ._dataset_options import DatasetOptions, check_metadata
 from .commit.transaction import PendingWrite
 from .expressions.merge_keys import MergeResult
 from .io.read_parts import ReadPlan
@@ -77,8 +77,8 @@ class ParquetDatasetStore(MaintenanceMethods):
         commit_timeout: float = 60.0,
         delta_log: bool = False,
     ) -> None:
-        self._options = options = make_options(
-            store,
+        self._options = options = DatasetOptions(
+            store=store,
             compression=compression,
             row_group_size=row_group_size,
             max_rows_per_file=max_rows_per_file,
@@ -687,7 +687,8 @@ class ParquetDatasetStore(MaintenanceMethods):
 
         A tombstone manifest is swapped in first (from then on readers see the dataset absent, and the
         delete is ordered with every other commit), then ``_SUCCESS`` goes, then the files that were there
-        when the tombstone landed, then the tombstone with the folder. A file a writer publishes meanwhile
+        when the tombstone landed, then the tombstone (only on its token: a version a writer committed on
+        top of it stays, with its files) with the folder. A file a writer publishes meanwhile
         keeps the tombstone in place, so the key reads as absent, never incomplete. Files of a dataset
         nested in its folder are kept. See ``docs/guarantees.md`` for the races with writers.
 

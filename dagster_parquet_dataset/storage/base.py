@@ -29,6 +29,8 @@ class Capability(enum.Enum):
     """Objects and folders can be deleted."""
     CONDITIONAL_WRITE = "conditional_write"
     """Compare-and-swap writes (:meth:`Store.write_if`)."""
+    CONDITIONAL_DELETE = "conditional_delete"
+    """Deletes that happen only if the object still carries a token (:meth:`Store.delete_if`)."""
     LIST = "list"
     """Objects under a folder can be listed."""
     RENAME = "rename"
@@ -198,6 +200,33 @@ class Store(abc.ABC):
             OSError: the store did not answer (timeout, reset connection): the
                 write may or may not have been applied.
         """
+
+    def delete_if(self, path: str, *, expected: str) -> None:
+        """Delete the object at ``path`` only if it still carries the token ``expected`` (from
+        :meth:`read_versioned` or :meth:`write_if`), atomically with respect to :meth:`write_if`: of a
+        ``delete_if`` and a ``write_if`` that both expect one token, exactly one succeeds.
+
+        Only backends with :attr:`Capability.CONDITIONAL_DELETE` implement it (memory, a local disk, S3).
+        A caller on a store without it may read the token with :meth:`read_versioned` and then
+        :meth:`delete`; that is not atomic: a ``write_if`` that lands between the two is deleted with it.
+
+        Raises:
+            CapabilityNotSupported: the backend cannot delete conditionally (the default).
+            CommitConflict: the object carries another token (it was replaced meanwhile); nothing is deleted.
+            NotFound: no object at ``path`` (never created, or deleted meanwhile: by this very request too,
+                when a remote backend's client retried a request whose response was lost).
+            OSError: the store did not answer (timeout, reset connection): the delete may or may not
+                have been applied.
+        """
+        raise CapabilityNotSupported(f"{type(self).__name__} cannot delete objects conditionally")
+
+    def prune_folders(self, path: str) -> bool:
+        """Remove the folders under ``path`` (and ``path`` itself) that hold no object, on backends whose
+        folders exist apart from their objects (a local disk); never an object. A folder in which an object
+        appears meanwhile stays. Whether ``path`` is gone (``False``: something is still in it, such as an
+        object published meanwhile or a nested dataset's folder). Object stores have no such folders: the
+        default does nothing and returns ``True``."""
+        return True
 
     def uri(self, path: str = "") -> str:
         """A URI for ``path`` that other tools understand (``file://``, ``s3://``)."""

@@ -290,14 +290,18 @@ class LocalStore(Store):
         data = self.read_bytes(path)
         return data, hashlib.sha256(data).hexdigest()
 
+    def _token_at(self, full: str) -> str | None:
+        """The token of the file at ``full`` (the hash of its content), ``None`` if there is none."""
+        try:
+            with open(full, "rb") as f:
+                return hashlib.sha256(f.read()).hexdigest()
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+
     def write_if(self, path: str, data: bytes, *, expected: str | None) -> str:
         full = self._path(path)
         with _locked(full):
-            try:
-                with open(full, "rb") as f:
-                    current: str | None = hashlib.sha256(f.read()).hexdigest()
-            except FileNotFoundError:
-                current = None
+            current = self._token_at(full)
             if current != expected:
                 raise CommitConflict(
                     f"{path!r} changed since it was read "
@@ -306,6 +310,50 @@ class LocalStore(Store):
             with self.open_output(path) as out:
                 out.write(data)
             return hashlib.sha256(data).hexdigest()
+
+    def delete_if(self, path: str, *, expected: str) -> None:
+        """Delete the file if it still carries ``expected``, holding the lock :meth:`write_if` holds.
+
+        The check and the unlink happen under the exclusive ``flock`` that every :meth:`write_if` of
+        ``path`` holds from its check to its publish (see :func:`_locked`), so the two are serialised across
+        threads and processes: a ``write_if`` that expected the deleted token waits, then finds no file and
+        raises ``CommitConflict``; a ``write_if`` that landed first changed the token, so this delete raises
+        ``CommitConflict`` and leaves its file. No moment exists at which the file is away from ``path``
+        while still live, so readers (which take no lock) see it or its absence. The kernel releases the
+        lock of a process that dies in between, with nothing deleted or the file deleted.
+
+        Raises:
+            CommitConflict: the file carries another token; nothing is deleted.
+            NotFound: no file at ``path``.
+        """
+        full = self._path(path)
+        if not os.path.isfile(full):
+            raise NotFound(f"no file {path!r} under {self.root!r}")  # and no lock file in a folder made for it
+        with _locked(full):
+            current = self._token_at(full)
+            if current is None:
+                raise NotFound(f"no file {path!r} under {self.root!r}")
+            if current != expected:
+                raise CommitConflict(f"{path!r} changed since it was read (its content differs)")
+            os.unlink(full)
+            if self.durable:
+                _fsync_path(os.path.dirname(full), os.O_RDONLY | os.O_DIRECTORY)
+
+    def prune_folders(self, path: str) -> bool:
+        """Remove the empty folders under ``path`` and ``path`` itself if it is left empty, and the symbolic
+        links to folders below it (the links only, never what they point to); never a file. A folder in
+        which a file appears meanwhile stays (``rmdir`` refuses a folder that is not empty). Whether the
+        folder ``path`` is gone."""
+        full = self._path(path)
+        if os.path.islink(full) or not os.path.isdir(full):
+            return not os.path.lexists(full)
+        for dirpath, dirnames, _filenames in os.walk(full, topdown=False):
+            for name in dirnames:
+                sub = os.path.join(dirpath, name)
+                if os.path.islink(sub) and os.path.isdir(sub):
+                    _unlink_quietly(sub)
+        _remove_empty_folders(full)
+        return not os.path.lexists(full)
 
     def uri(self, path: str = "") -> str:
         return Path(self.root, *(path.split("/") if path else [])).as_uri()

@@ -121,6 +121,22 @@ class MemoryStore(Store):
                 )
             return self._put(path, pa.py_buffer(bytes(data)))
 
+    def delete_if(self, path: str, *, expected: str) -> None:
+        """Delete the object under the store's lock if it still carries ``expected``.
+
+        Raises:
+            CommitConflict: the object carries another token; nothing is deleted.
+            NotFound: no object at ``path``.
+        """
+        validate_key(path, what="path")
+        with self._lock:
+            current = self._objects.get(path)
+            if current is None:
+                raise NotFound(f"no object at {path!r} in {self!r}")
+            if current[1] != expected:
+                raise CommitConflict(f"{path!r} changed since it was read (expected version {expected})")
+            del self._objects[path]
+
     def uri(self, path: str = "") -> str:
         return f"memory://{path}"
 

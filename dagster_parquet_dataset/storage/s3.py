@@ -486,6 +486,29 @@ class S3Store(Store):
             raise
         return str(response["ETag"])
 
+    def delete_if(self, path: str, *, expected: str) -> None:
+        """Conditional ``DeleteObject`` with ``If-Match: <ETag>``: AWS S3 supports it in general purpose and
+        directory buckets (an S3-compatible server that ignores the header deletes unconditionally).
+
+        Raises:
+            CommitConflict: the object's ETag differs (``412 Precondition Failed``); nothing is deleted.
+            NotFound: no object at ``path`` (also when botocore retried this very request after its
+                response was lost: the first attempt deleted it).
+            ConnectionError: no definite answer after botocore's retries; the delete may have been applied.
+        """
+        try:
+            self._client.delete_object(Bucket=self.bucket, Key=self._key(path), IfMatch=expected)
+        except Exception as exc:
+            code = _error_code(exc)
+            if code in _MISSING_CODES:
+                raise NotFound(f"no object {path!r} in {self!r}") from None
+            if code in _CONFLICT_CODES:
+                raise CommitConflict(f"{path!r} changed since it was read (its ETag differs)") from None
+            if may_have_applied(exc):
+                raise ConnectionError(f"no answer from S3 for the conditional delete of {path!r}: {exc}") from exc
+            self._raise_access(exc, f"deleting {path!r}")
+            raise
+
     def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
         """This store's ``pyarrow.fs.S3FileSystem`` and ``"bucket/prefix"`` (see :meth:`Store.arrow_filesystem`).
 

@@ -119,7 +119,7 @@ def test_ls_lists_every_dataset_when_one_misses_a_segment(target: Target, monkey
     """One dataset whose manifest segment is gone is a row with its problem, not one error for the whole
     store (issue 26, #6); a truncated segment too."""
     _populate(target)
-    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)  # so 40 files need a segment (the default inlines 1,024)
+    monkeypatch.setattr(segments, "INLINE_ENTRIES", 32)  # so 40 files need a segment (the default inlines up to 256)
     many = ParquetDatasetStore(target.store, max_rows_per_file=1)
     many.write_dataset(_orders(40), "wide/lost")  # more than 32 files: its entries live in a segment
     many.write_dataset(_orders(40), "wide/short")

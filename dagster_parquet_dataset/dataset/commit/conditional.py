@@ -1,16 +1,17 @@
 """Every conditional write of the package: the only module outside ``storage/`` that calls
-:meth:`Store.write_if` (``tests/test_architecture.py`` checks it).
+:meth:`Store.write_if` and :meth:`Store.delete_if` (``tests/test_architecture.py`` checks it).
 
 - :func:`read_raw` and :func:`swap_manifest`: read ``manifest.json`` with its token, and replace it by
   compare-and-swap against that token (the transaction's commit and the tombstone routine);
+- :func:`delete_manifest_if`: delete ``manifest.json`` only if it still carries a token (a delete's last step);
 - :func:`put_if_absent`: create an object only if nothing is there yet (the ``_claim`` of Spec-named
   parts, the Delta log's commits and checkpoints).
 """
 
 from __future__ import annotations
 
-from ...errors import ManifestCorrupted, NotFound
-from ...storage.base import Store
+from ...errors import CommitConflict, ManifestCorrupted, NotFound
+from ...storage.base import Capability, Store
 from ..format.layout import MANIFEST_NAME
 from ..manifest import ROOTLESS_FORMAT, SEGMENTED_FORMAT, DatasetManifest
 
@@ -75,6 +76,37 @@ def swap_manifest(store: Store, key: str, manifest: DatasetManifest, *, expected
     token = store.write_if(f"{key}/{MANIFEST_NAME}", data, expected=expected)
     _remember_written(store, key, data, manifest)
     return token
+
+
+def delete_manifest_if(store: Store, key: str, *, expected: str) -> bool:
+    """Delete ``key``'s ``manifest.json`` only if it still carries the token ``expected``; whether it is gone
+    (``False``: another manifest replaced it, which stays).
+
+    With :attr:`Capability.CONDITIONAL_DELETE` this is one atomic :meth:`Store.delete_if`. A store without
+    it (a custom ``Store``) gets the fallback: the token is read, then the manifest deleted. That is not
+    atomic: a manifest swapped in between the two (a writer that began on the tombstone being removed and
+    committed in that instant) is deleted too, and the key then reads as absent although that write
+    reported success (its parts stay, in no manifest, until the key is written or deleted again).
+
+    Raises:
+        OSError: the store did not answer; the manifest may or may not be gone.
+    """
+    path = f"{key}/{MANIFEST_NAME}"
+    if not store.supports(Capability.CONDITIONAL_DELETE):
+        try:
+            if store.read_versioned(path)[1] != expected:
+                return False
+        except NotFound:
+            return True
+        store.delete(path, missing_ok=True)
+        return True
+    try:
+        store.delete_if(path, expected=expected)
+    except CommitConflict:
+        return False
+    except NotFound:
+        pass  # deleted meanwhile (or by a retry of this very request)
+    return True
 
 
 def put_if_absent(store: Store, path: str, data: bytes) -> str:

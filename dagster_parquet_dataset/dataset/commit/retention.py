@@ -120,7 +120,7 @@ def obsolete_files(
         return ()
     store = options.store
     inherited = [p for p in current.obsolete if deletable(p)]
-    retain, retain_for = options.retain_versions, options.retain_for
+    retain, retain_for = options.retain_versions, options.retain_seconds
     if retain == 1:  # no set of every part: one pass over them (an append that only adds files needs none)
         doomed = list(dict.fromkeys([*inherited, *dropped_files(current, new)]))
         return tuple(p for p in not_referenced(doomed, new) if deletable(p))

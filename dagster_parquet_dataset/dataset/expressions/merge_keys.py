@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -16,7 +16,7 @@ import pyarrow.types as pat
 from .pruning import ColumnStats
 
 if TYPE_CHECKING:
-    from .manifest import DatasetManifest
+    from ..manifest import DatasetManifest
 
 STRATEGIES = ("upsert", "insert", "update")
 
@@ -46,6 +46,36 @@ class MergeResult:
     new_files: tuple[str, ...]
     version: int | None
     manifest: DatasetManifest | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def committed(
+        cls,
+        manifest: DatasetManifest,
+        new_files: Iterable[str] = (),
+        *,
+        rewritten: Iterable[str] = (),
+        inserted: int = 0,
+        updated: int = 0,
+    ) -> MergeResult:
+        """The result of a merge that committed ``manifest``, writing ``new_files`` in place of ``rewritten``
+        (paths relative to the dataset key): every other part of ``manifest`` was preserved. With no new and
+        no rewritten files: a merge an earlier attempt committed already."""
+        new = tuple(new_files)
+        new_set = set(new)
+        return cls(
+            inserted=inserted,
+            updated=updated,
+            rewritten_files=tuple(sorted(rewritten)),
+            preserved_files=tuple(p for p in manifest.parts if p not in new_set),
+            new_files=new,
+            version=manifest.version,
+            manifest=manifest,
+        )
+
+    @classmethod
+    def unchanged(cls, live: DatasetManifest) -> MergeResult:
+        """The result of a merge with nothing to do on ``live``: nothing committed, every part preserved."""
+        return cls(0, 0, (), tuple(live.parts), (), None, live)
 
 
 def check_key_columns(key_columns: Any, strategy: Any, names: Sequence[str]) -> list[str]:

@@ -114,7 +114,7 @@ def merge_dataset(
                 )
             except AlreadyExists:
                 continue  # created meanwhile: merge into it
-            return MergeResult(source.num_rows, 0, (), (), tuple(manifest.parts), manifest.version, manifest)
+            return MergeResult.committed(manifest, manifest.parts, inserted=source.num_rows)
 
     return retry_replans(
         options.commit_timeout,
@@ -196,7 +196,7 @@ def _merge_into(
     insert_rows = np.flatnonzero(~matched_source) if strategy != "update" else np.array([], dtype=np.int64)
     updated = int(np.count_nonzero(matched_source)) if rewrite else 0
     if not rewrite and not len(insert_rows):
-        return MergeResult(0, 0, (), tuple(current.parts), (), None, current)
+        return MergeResult.unchanged(current)
 
     txn = begin(
         options, key, mode="merge", run_id=run_id, metadata=metadata, expect_owner=expect_owner, at=(current, token)
@@ -240,8 +240,9 @@ def _merge_into(
     )
     if txn.recognised:  # an earlier attempt committed this merge: nothing changed now
         complete_recognised(options, key)
-        return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version, committed)
-    return _result(committed, new_entries, rewritten, len(insert_rows), updated)
+        return MergeResult.committed(committed)
+    new_files = (e.path for e in new_entries)
+    return MergeResult.committed(committed, new_files, rewritten=rewritten, inserted=len(insert_rows), updated=updated)
 
 
 def _rebase_safe(
@@ -344,23 +345,6 @@ def _merge_builder(
     return build
 
 
-def _result(
-    committed: DatasetManifest, new_entries: Sequence[FileEntry], rewritten: set[str], inserted: int, updated: int
-) -> MergeResult:
-    new_paths = tuple(e.path for e in new_entries)
-    new_set = set(new_paths)
-    preserved = tuple(p for p in committed.parts if p not in new_set)
-    return MergeResult(
-        inserted=inserted,
-        updated=updated,
-        rewritten_files=tuple(sorted(rewritten)),
-        preserved_files=preserved,
-        new_files=new_paths,
-        version=committed.version,
-        manifest=committed,
-    )
-
-
 def commit_merge(
     options: DatasetOptions,
     plan: MergePlan,
@@ -383,7 +367,7 @@ def commit_merge(
         )
     entries = check_external_entries(options.store, key, new_entries, schema, plan.partition_by, listed=current.parts)
     if not rewritten_set and not entries:
-        return MergeResult(0, 0, (), tuple(current.parts), (), None, current)
+        return MergeResult.unchanged(current)
     touched = candidate_paths | {e.path for e in plan.elsewhere}
     txn = Transaction.resume(options, plan.pending())
     txn.adopt(e.path for e in entries)
@@ -405,4 +389,5 @@ def commit_merge(
     committed = txn.commit(build, idempotency=idempotency)
     if txn.recognised:  # an earlier attempt committed this merge: its parts went, nothing changed now
         return MergeResult(0, 0, (), tuple(committed.parts), (), committed.version)
-    return _result(committed, entries, rewritten_set, inserted, updated)
+    new_files = (e.path for e in entries)
+    return MergeResult.committed(committed, new_files, rewritten=rewritten_set, inserted=inserted, updated=updated)

@@ -206,3 +206,42 @@ def test_reading_many_roots_again_starts_no_threads(monkeypatch: pytest.MonkeyPa
         committed = read_committed_manifests(datasets, keys)
         assert set(committed.found) == set(keys)
     assert len(started) <= 32, started
+
+
+def test_many_roots_go_to_the_threads_in_runs_of_consecutive_keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """70 keys on 32 threads are 24 runs of 3 consecutive keys, one hand-off to a thread each, not 70 (a
+    wake-up per local manifest cost more than its read, issue 28); each run is read in order on one thread."""
+    from dagster_parquet_dataset import MemoryStore
+    from dagster_parquet_dataset.dataset.io import parallel
+    from dagster_parquet_dataset.dataset.ops import many
+
+    class ThreadRecording(WrappingStore):
+        def __init__(self, inner: Store) -> None:
+            super().__init__(inner)
+            self.readers: list[tuple[str, int]] = []
+
+        def read_bytes(self, path: str) -> bytes:
+            self.readers.append((path.rsplit("/", 1)[0], threading.get_ident()))
+            return super().read_bytes(path)
+
+    datasets = ParquetDatasetStore(MemoryStore())
+    keys = [f"daily/{d:02d}" for d in range(70)]
+    for key in keys[:3]:
+        datasets.write_dataset(pa.table({"v": [1]}), key)
+    tasks: list[int] = []
+
+    def recording_map(fn: Any, items: Any, threads: int = 16) -> list[Any]:
+        tasks.append(len(items))
+        return parallel.parallel_map(fn, items, threads)
+
+    monkeypatch.setattr(many, "parallel_map", recording_map)
+    store = ThreadRecording(datasets.store)
+    committed = read_committed_manifests(ParquetDatasetStore(store), keys)
+    assert set(committed.found) == set(keys[:3]) and set(committed.failed) == set(keys[3:])
+    assert tasks == [24]
+    manifest_reads = [(k, t) for k, t in store.readers if k in keys]
+    for run in range(24):
+        run_keys = keys[run * 3 : run * 3 + 3]
+        threads = {t for k, t in manifest_reads if k in run_keys}
+        assert len(threads) == 1, (run_keys, threads)
+        assert list(dict.fromkeys(k for k, _ in manifest_reads if k in run_keys)) == run_keys

@@ -146,6 +146,47 @@ def test_local_store_never_leaves_root(tmp_path) -> None:
     assert list(outside.iterdir()) == []
 
 
+def test_local_read_bytes_never_reads_outside_root(tmp_path) -> None:
+    """``read_bytes`` opens the file itself with ``O_NOFOLLOW``: a symbolic link there (or in a folder) that
+    leads outside the root is refused, one that stays inside is followed; a folder or nothing is ``NotFound``."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"secret")
+    root = tmp_path / "root"
+    store = LocalStore(root)
+    store.write_bytes("d/real", b"inside")
+    os.symlink(outside / "secret", root / "d" / "leak")
+    os.symlink(root / "d" / "real", root / "d" / "alias")
+    os.symlink(outside, root / "escape")
+    for key in ("d/leak", "escape/secret"):
+        with pytest.raises(ValueError, match="outside the store root"):
+            store.read_bytes(key)
+    assert store.read_bytes("d/alias") == b"inside"
+    for key in ("d", "d/none", "none/x", "d/real/x"):
+        with pytest.raises(NotFound):
+            store.read_bytes(key)
+    big = os.urandom(3 << 20)  # more than one read of the loop past the recorded size
+    store.write_bytes("d/big", big)
+    assert store.read_bytes("d/big") == big
+
+
+def test_local_read_bytes_checks_only_the_folders_with_lstat(tmp_path, monkeypatch) -> None:
+    """Reading ``a/b/c`` costs two ``lstat`` calls (its folders ``a`` and ``a/b``), not three: the kernel
+    refuses a symbolic link at the file itself (``O_NOFOLLOW``), so 365 manifest reads save 365 calls."""
+    store = LocalStore(tmp_path)
+    store.write_bytes("a/b/c", b"x")
+    calls: list[str] = []
+    real_lstat = os.lstat
+
+    def counting(path, *args, **kwargs):
+        calls.append(os.fspath(path))
+        return real_lstat(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "lstat", counting)
+    assert store.read_bytes("a/b/c") == b"x"
+    assert [os.path.relpath(c, tmp_path) for c in calls] == ["a", os.path.join("a", "b")]
+
+
 def test_local_store_leaves_no_temp_files(tmp_path) -> None:
     store = LocalStore(tmp_path)
     with pytest.raises(RuntimeError):

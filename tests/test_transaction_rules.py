@@ -119,6 +119,9 @@ def test_interrupt_after_the_commit_landed_keeps_the_new_version(store: Store, n
 def test_interrupt_while_success_is_written_keeps_the_new_version(store: Store, name: str) -> None:
     exists, operation, after = OPERATIONS[name]
     _setup(store, "t", exists)
+    # A commit on top of a version writes `_SUCCESS` only if it is missing (its writer died before writing it):
+    # take it away, so this commit writes it.
+    store.delete("t/_SUCCESS", missing_ok=True)
     wrapped = InterruptingStore(store, op="write_bytes", suffix="t/_SUCCESS", when="before")
     wrapped.armed = True
     with pytest.raises(Interrupt):

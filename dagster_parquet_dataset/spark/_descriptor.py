@@ -27,11 +27,12 @@ SCHEMA = pa.schema(
         ("stats", pa.string()),  # per-column statistics (JSON), from the Parquet writer's metadata
         ("pvalues", pa.string()),  # manifest partition values (JSON)
         ("content_hash", pa.string()),  # the part's bytes before its footer, hashed as the task wrote them
+        ("hash_seconds", pa.float64()),  # CPU seconds the task spent computing content_hash (a measurement)
         ("error", pa.string()),  # set on an error row: "<ExceptionType>: <message>"; the task wrote nothing more
     ]
 )
 
-_DDL_TYPES = {pa.int32(): "int", pa.int64(): "long", pa.string(): "string"}
+_DDL_TYPES = {pa.int32(): "int", pa.int64(): "long", pa.float64(): "double", pa.string(): "string"}
 
 #: :data:`SCHEMA` as the Spark DDL string ``mapInArrow`` takes.
 DDL = ", ".join(f"{f.name} {_DDL_TYPES[f.type]}" for f in SCHEMA)
@@ -46,8 +47,8 @@ class TaskIds:
     task_attempt: int
 
 
-def part_row(task: TaskIds, chunk: int, group: int, entry: FileEntry) -> pa.RecordBatch:
-    """The descriptor of one written part."""
+def part_row(task: TaskIds, chunk: int, group: int, entry: FileEntry, *, hash_seconds: float = 0.0) -> pa.RecordBatch:
+    """The descriptor of one written part (``hash_seconds``: CPU seconds its content hash took)."""
     return _row(
         task,
         chunk=chunk,
@@ -58,6 +59,7 @@ def part_row(task: TaskIds, chunk: int, group: int, entry: FileEntry) -> pa.Reco
         stats=json.dumps(entry.stats) if entry.stats else None,
         pvalues=json.dumps(entry.partition_values) if entry.partition_values is not None else None,
         content_hash=entry.content_hash,
+        hash_seconds=hash_seconds,
     )
 
 
@@ -87,6 +89,14 @@ def keep_one_attempt(rows: Sequence[Mapping[str, object]]) -> list[Mapping[str, 
         chosen.setdefault(int(row["partition"]), int(row["task_attempt"]))  # type: ignore[call-overload]
     kept = [r for r in rows if chosen[int(r["partition"])] == int(r["task_attempt"])]  # type: ignore[call-overload]
     return sorted(kept, key=lambda r: (int(r["partition"]), int(r["chunk"])))  # type: ignore[call-overload]
+
+
+def hash_seconds(rows: Sequence[Mapping[str, object]]) -> float:
+    """CPU seconds the kept attempts spent hashing their parts, summed over the tasks."""
+    total = 0.0
+    for row in keep_one_attempt(rows):
+        total += float(row["hash_seconds"] or 0.0)  # type: ignore[arg-type]
+    return total
 
 
 def entries_by_group(rows: Sequence[Mapping[str, object]]) -> dict[int, list[FileEntry]]:

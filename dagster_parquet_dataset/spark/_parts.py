@@ -28,7 +28,7 @@ from ..dataset import FileEntry, ParquetDatasetStore
 from ..dataset.engine import PartOptions
 from ..errors import NotFound
 from ..storage.base import Capability, Store
-from ._descriptor import DDL, entries_by_group, first_error
+from ._descriptor import DDL, entries_by_group, first_error, hash_seconds
 from ._jobs import collect_rows
 from ._spark_schema import spark_schema_to_arrow
 from ._task_writer import Destination, TaskWriter
@@ -47,6 +47,24 @@ STAGING = "_spark_staging-"
 #: Whether Spark writes record each part's content hash (:attr:`FileEntry.content_hash`). Always on;
 #: ``benchmarks/bench_spark.py`` turns it off for one variant to measure what the hash costs a write.
 HASH_CONTENT = True
+
+
+@dataclass
+class HashClock:
+    """CPU seconds the executors spent computing content hashes, summed over tasks and Spark writes
+    since :meth:`reset` (a measurement: ``benchmarks/bench_spark.py`` reports it as a share of a write)."""
+
+    seconds: float = 0.0
+
+    def add(self, seconds: float) -> None:
+        self.seconds += seconds
+
+    def reset(self) -> None:
+        self.seconds = 0.0
+
+
+#: The driver's :class:`HashClock`; :func:`write_spark_parts` and the native write add to it.
+HASH_CLOCK = HashClock()
 
 
 def part_options(datasets: ParquetDatasetStore) -> PartOptions:
@@ -199,6 +217,7 @@ def write_spark_parts(
         discard()
         raise error
     out = entries_by_group(rows)
+    HASH_CLOCK.add(hash_seconds(rows))
     for key in dest_keys:
         kept_paths = {e.path for i, d in enumerate(dests) if d.key == key for e in out.get(i, [])}
         delete_attempt_leftovers(datasets.store, key, token, kept_paths)

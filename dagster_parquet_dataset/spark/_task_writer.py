@@ -215,6 +215,7 @@ class TaskWriter:
             name = f"part-{task.partition:05d}-{chunk:05d}-{self.token}-t{task.task_attempt}{self.suffix}.parquet"
             relative = f"{dest.folder}/{name}" if dest.folder else name
             data = (b.select(file_schema.names) for b in part)
+            hashed: list[float] = []
             entry = encode_part(
                 self.store,
                 f"{dest.key}/{relative}",
@@ -223,5 +224,6 @@ class TaskWriter:
                 regroup(data, file_schema, group_rows),
                 options=self.options,
                 partition_values=dest.partition_values,
+                on_hashed=hashed.append,
             )
-            yield part_row(task, chunk, index, entry)
+            yield part_row(task, chunk, index, entry, hash_seconds=sum(hashed))

@@ -23,6 +23,10 @@ log = logging.getLogger(__name__)
 
 _TMP_SUFFIX = ".tmp"
 _LOCK_SUFFIX = ".lock"
+#: ``os.open`` flags of :meth:`LocalStore.read_bytes`; the errors ``O_NOFOLLOW`` gives for a symbolic link.
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC
+_LINK_ERRNOS = frozenset({errno.ELOOP, errno.EMLINK})
+_READ_CHUNK = 1 << 20
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$")
 
 
@@ -159,18 +163,28 @@ class LocalStore(Store):
     def __repr__(self) -> str:
         return f"LocalStore({self.root!r})"
 
-    def _path(self, key: str) -> str:
+    def _path(self, key: str, *, leaf: bool = True) -> str:
+        """The file path of ``key``, checked to stay under the resolved root.
+
+        ``leaf=False`` leaves out the check of the last segment: for a caller that opens the path with
+        ``O_NOFOLLOW`` (so the kernel refuses a symbolic link there) and calls this again with ``leaf=True``
+        when it does (:meth:`read_bytes`).
+
+        Raises:
+            ValueError / TypeError: an unsafe key, or one that resolves outside the root.
+        """
         validate_key(key, what="path")
-        full = os.path.join(self.root, *key.split("/"))
+        segments = key.split("/")
+        full = os.path.join(self.root, *segments)
         real_root = self._real_root
         if real_root is None:
             real_root = os.path.realpath(self.root)
             if os.path.isdir(real_root):  # resolved for good once the root exists
                 self._real_root = real_root
         # Keys have no '..' segments: only a symlink below the root can lead outside it.
-        below = real_root
-        for segment in key.split("/"):
-            below = os.path.join(below, segment)
+        below = real_root.rstrip(os.sep)  # "" for the file system's root folder
+        for segment in segments if leaf else segments[:-1]:
+            below = f"{below}{os.sep}{segment}"
             if os.path.islink(below):
                 break
         else:
@@ -193,11 +207,30 @@ class LocalStore(Store):
         raise NotFound(f"no file {path!r} under {self.root!r}")
 
     def read_bytes(self, path: str) -> bytes:
+        """The file's content: its folders checked as :meth:`_path` checks them, the file itself opened with
+        ``O_NOFOLLOW`` (a symbolic link there is checked like a folder's, then followed), then one ``fstat`` and
+        reads to the end: no ``lstat`` of the file, no buffered file object.
+
+        Raises:
+            NotFound: no file at ``path`` (or a folder).
+            ValueError / TypeError: an unsafe key, or one that resolves outside the root.
+        """
         try:
-            with open(self._path(path), "rb") as f:
-                return f.read()
+            try:
+                fd = os.open(self._path(path, leaf=False), _READ_FLAGS | os.O_NOFOLLOW)
+            except OSError as exc:
+                if exc.errno not in _LINK_ERRNOS:
+                    raise
+                fd = os.open(self._path(path), _READ_FLAGS)  # the file is a symbolic link: checked, then followed
+            try:
+                chunks = [os.read(fd, os.fstat(fd).st_size + 1)]  # EISDIR for a folder
+                while chunks[-1]:
+                    chunks.append(os.read(fd, _READ_CHUNK))  # to the end, as a file object's read() does
+            finally:
+                os.close(fd)
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             raise NotFound(f"no file {path!r} under {self.root!r}") from None
+        return b"".join(chunks)
 
     def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
         full = self._path(path)

@@ -13,7 +13,9 @@ Both ``None`` keeps every version (until ``vacuum``). Each commit drops the vers
 pushes out, and at most :data:`EXPIRE_PER_COMMIT` versions whose time ran out (oldest first, one
 listing of ``_versions/``), so storage stays bounded without a ``vacuum`` schedule and a commit's
 clean-up work stays bounded; a process that saw when the oldest retained version expires skips the
-listing until then (most commits send no extra request for retention but the manifest copy).
+listing until then (most commits send no extra request for retention but the manifest copy), and a
+fresh process (each Dagster step) reads no copy while the listing shows the oldest copy written less
+than ``retain_for`` ago (one listing, no ``GET``).
 """
 
 from __future__ import annotations
@@ -93,10 +95,16 @@ def read_version_copy(store: Store, key: str, version: int) -> DatasetManifest |
 
 def version_copies(store: Store, key: str) -> list[int]:
     """The version numbers of ``key``'s manifest copies in ``_versions/`` (none if the store cannot list)."""
+    return [number for number, _written in _copies_written(store, key)]
+
+
+def _copies_written(store: Store, key: str) -> list[tuple[int, float | None]]:
+    """``key``'s manifest copies in ``_versions/``, oldest version first, each with when the store says it was
+    written (``None`` if it does not say); none if the store cannot list."""
     if not store.supports(Capability.LIST):
         return []
-    numbers = (version_of(f.path[len(key) + 1 :]) for f in store.list_files(f"{key}/{VERSIONS_DIR}"))
-    return sorted(n for n in numbers if n is not None)
+    found = ((version_of(f.path[len(key) + 1 :]), f.modified) for f in store.list_files(f"{key}/{VERSIONS_DIR}"))
+    return sorted((n, written) for n, written in found if n is not None)
 
 
 def created_at(manifest: DatasetManifest) -> float | None:
@@ -179,9 +187,18 @@ def _expired(store: Store, key: str, current: DatasetManifest, retain_for: float
     slot = (id(store), key)
     if _not_before.get(slot, 0.0) > now:
         return []  # this process saw the oldest retained version: none expires before then (no request)
-    copies = [v for v in version_copies(store, key) if v < current.version]
+    listed = [(v, written) for v, written in _copies_written(store, key) if v < current.version]
+    copies = [v for v, _written in listed]
     if not copies:
         _remember_not_before(slot, now + retain_for)  # the oldest version kept is replaced now or later
+    elif listed[0][1] is not None and listed[0][1] + retain_for > now:
+        # The oldest copy was written less than retain_for ago, and a version's copy is written only once the
+        # commit that replaces it has built its manifest (whose time counts): the oldest version has not
+        # expired, nor has any newer one. No read of its successor's copy (a fresh process, such as each
+        # Dagster step, would pay one GET per commit for it). A copy written again later only delays the
+        # deletion, never brings it forward.
+        _remember_not_before(slot, listed[0][1] + retain_for)
+        return []
     doomed: list[str] = []
     loaded: dict[int, DatasetManifest | None] = {current.version: current}
     for i, number in enumerate(copies[:EXPIRE_PER_COMMIT]):

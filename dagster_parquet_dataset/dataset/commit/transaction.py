@@ -515,13 +515,27 @@ class Transaction:
         so a crash in between never leaves a listed version without its files.
         Files inside a dataset nested in this one's folder are never deleted."""
         key = self.key
-        self.store.write_bytes(f"{key}/{SUCCESS_NAME}", b"")
+        self._mark_success()
         self._drop_unused_segments({s.path for s in committed.segments})  # the segments the version lists
         copies = [p for p in committed.obsolete if p.startswith(VERSIONS_DIR + "/")]
         others = [p for p in committed.obsolete if p not in copies]
         data = [p for p in not_referenced(others, committed) if deletable(p)]
         delete_quietly(self.store, (f"{key}/{p}" for p in copies))
         delete_quietly(self.store, (f"{key}/{p}" for p in outside_nested(self.store, key, data)))
+
+    def _mark_success(self) -> None:
+        """Write ``_SUCCESS`` unless it is there already. It is an empty marker, so writing it again over itself
+        changes nothing a reader can see and protects nothing a crash could lose, but costs a ``PUT`` (on a
+        durable local disk, a file written, renamed and two ``fsync`` calls) on every commit; a commit on top of
+        an existing version checks for it instead (a ``stat``, a ``HEAD``). A new dataset (nothing live when
+        this write began: a first write, or one over a tombstone or a corrupt manifest) writes it at once.
+
+        Raises:
+            Whatever the store's ``exists`` or ``write_bytes`` raises.
+        """
+        path = f"{self.key}/{SUCCESS_NAME}"
+        if self.pending.current is None or not self.store.exists(path):
+            self.store.write_bytes(path, b"")
 
     def _drop_unused_segments(self, committed: set[str]) -> None:
         """Segments this transaction wrote on attempts that lost a race, unless some version lists them."""

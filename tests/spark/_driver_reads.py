@@ -1,0 +1,74 @@
+"""A :class:`LocalStore` that counts the bytes the driver reads through it (pickled to the executors as is).
+
+Spark's own writer only writes to a ``LocalStore`` (or s3a), so this is a subclass, not a wrapper. On the
+driver (no Spark task context) every :meth:`open_input` returns a file that adds what it reads to
+:attr:`driver_bytes_read`; on the executors it reads as a plain ``LocalStore``.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+from typing import Any
+
+import pyarrow as pa
+
+from dagster_parquet_dataset import LocalStore
+
+
+class _Counting(io.RawIOBase):
+    def __init__(self, inner: io.BufferedReader, owner: DriverReadCountingStore) -> None:
+        self._inner = inner
+        self._owner = owner
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._inner.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._inner.tell()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._inner.read(size)
+        self._owner.count(len(data))
+        return data
+
+    def close(self) -> None:
+        self._inner.close()
+        super().close()
+
+
+class DriverReadCountingStore(LocalStore):
+    """``LocalStore`` whose driver-side reads are counted in :attr:`driver_bytes_read`."""
+
+    def __init__(self, root: str) -> None:
+        super().__init__(root)
+        self.driver_bytes_read = 0
+        self._lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_lock"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+    def count(self, n: int) -> None:
+        with self._lock:
+            self.driver_bytes_read += n
+
+    def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
+        from pyspark import TaskContext
+
+        plain = super().open_input(path, size=size, whole=whole)
+        if TaskContext.get() is not None:
+            return plain
+        plain.close()
+        return pa.PythonFile(_Counting(open(self._path(path), "rb"), self), mode="r")  # noqa: SIM115

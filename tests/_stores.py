@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -39,6 +39,10 @@ class WrappingStore(Store):
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
+    def _count_read(self, n: int) -> None:
+        with self._lock:
+            self.bytes_read += n
+
     def _before(self, op: str, path: str) -> None:
         with self._lock:
             self.calls[op] += 1
@@ -59,7 +63,7 @@ class WrappingStore(Store):
     def open_input(self, path: str, *, size: int | None = None, whole: bool = False) -> pa.NativeFile:
         self._before("open_input", path)
         source = self.inner.open_input(path, size=size, whole=whole)
-        return pa.PythonFile(_CountingReader(source, self), mode="r")
+        return pa.PythonFile(CountingReader(source, self._count_read), mode="r")
 
     @contextmanager
     def open_output(self, path: str) -> Iterator[pa.NativeFile]:
@@ -124,13 +128,13 @@ class PassThrough:
         return self.inner.arrow_filesystem()
 
 
-class _CountingReader(io.RawIOBase):
-    """Passes reads through to ``source`` and adds their size to ``owner.bytes_read``."""
+class CountingReader(io.RawIOBase):
+    """Passes reads through to ``source`` and hands the size of each to ``count``."""
 
-    def __init__(self, source: pa.NativeFile, owner: WrappingStore) -> None:
+    def __init__(self, source: pa.NativeFile, count: Callable[[int], None]) -> None:
         super().__init__()
         self._source = source
-        self._owner = owner
+        self._count = count
 
     def readable(self) -> bool:
         return True
@@ -146,8 +150,7 @@ class _CountingReader(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         data = self._source.read() if size is None or size < 0 else self._source.read(size)
-        with self._owner._lock:
-            self._owner.bytes_read += len(data)
+        self._count(len(data))
         return data
 
     def readinto(self, buffer: Any) -> int:

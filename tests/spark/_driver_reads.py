@@ -7,7 +7,6 @@ driver (no Spark task context) every :meth:`open_input` returns a file that adds
 
 from __future__ import annotations
 
-import io
 import threading
 from typing import Any
 
@@ -15,32 +14,7 @@ import pyarrow as pa
 
 from dagster_parquet_dataset import LocalStore
 
-
-class _Counting(io.RawIOBase):
-    def __init__(self, inner: io.BufferedReader, owner: DriverReadCountingStore) -> None:
-        self._inner = inner
-        self._owner = owner
-
-    def readable(self) -> bool:
-        return True
-
-    def seekable(self) -> bool:
-        return True
-
-    def seek(self, offset: int, whence: int = 0) -> int:
-        return self._inner.seek(offset, whence)
-
-    def tell(self) -> int:
-        return self._inner.tell()
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._inner.read(size)
-        self._owner.count(len(data))
-        return data
-
-    def close(self) -> None:
-        self._inner.close()
-        super().close()
+from .._stores import CountingReader
 
 
 class DriverReadCountingStore(LocalStore):
@@ -70,5 +44,4 @@ class DriverReadCountingStore(LocalStore):
         plain = super().open_input(path, size=size, whole=whole)
         if TaskContext.get() is not None:
             return plain
-        plain.close()
-        return pa.PythonFile(_Counting(open(self._path(path), "rb"), self), mode="r")  # noqa: SIM115
+        return pa.PythonFile(CountingReader(plain, self.count), mode="r")

@@ -127,3 +127,27 @@ def test_overwrite_answered_500_deletes_only_replaced_parts(bucket: str, moto_en
     assert proxy.failed
     assert manifest.version == 2
     assert sorted(direct(bucket, moto_endpoint).read_dataset("o")["id"].to_pylist()) == [100, 101]
+
+
+def test_lost_conditional_delete_response_finishes_the_delete(
+    bucket: str, moto_endpoint: str, proxy: LossyProxy
+) -> None:
+    """The delete's last step (``DeleteObject`` of the tombstone with ``If-Match``) is applied and its response
+    lost: botocore's retry finds no object. That is the delete's own success, not an error or a leftover."""
+    direct(bucket, moto_endpoint).write_dataset(rows(0, 5), "d")
+    proxy.drop_next("DELETE", "/d/manifest.json")
+    through(bucket, proxy).delete_dataset("d")
+    assert proxy.dropped, "the proxy never lost a response: the test did not test anything"
+    after = direct(bucket, moto_endpoint)
+    assert not after.dataset_exists("d")
+    assert list(after.store.list_files("d")) == []
+
+
+def test_delete_if_answered_500_after_applying_is_no_answer(bucket: str, moto_endpoint: str, proxy: LossyProxy) -> None:
+    store = S3Store(bucket, prefix="lake", endpoint_url=proxy.url)
+    token = store.write_if("k/manifest.json", b"first", expected=None)
+    proxy.fail_next("DELETE", "/k/manifest.json", count=1000)
+    with pytest.raises(ConnectionError, match="no answer from S3"):
+        store.delete_if("k/manifest.json", expected=token)
+    assert proxy.failed, "the proxy never answered 500: the test did not test anything"
+    assert not S3Store(bucket, prefix="lake", endpoint_url=moto_endpoint).exists("k/manifest.json")

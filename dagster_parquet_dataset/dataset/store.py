@@ -619,7 +619,7 @@ class ParquetDatasetStore(MaintenanceMethods):
         key, version, pinned = self._resolve(key, version, as_of)
         if pinned is not None:  # the latest version, from the manifests a pinned view holds
             return many.scan_many(self.store, [key], columns=columns, filters=filters, committed=pinned)
-        return read.scan(self.store, [key], columns=columns, filters=filters, version=version)
+        return read.scan(self.store, key, columns=columns, filters=filters, version=version)
 
     def scan_datasets(
         self, keys: Sequence[str], *, columns: Sequence[str] | None = None, filters: Any = None

@@ -88,6 +88,14 @@ class Store(abc.ABC):
     #: What this backend supports.
     capabilities: frozenset[Capability] = frozenset()
 
+    #: Whether a read is served from this machine's memory or disk, with no round trip to wait
+    #: on. Callers that read many small objects (the manifests of 365 daily datasets) then read
+    #: them one after the other in the calling thread, where handing each to a thread would cost
+    #: more than the read; otherwise they overlap the reads on a pool of threads. ``False`` (the
+    #: safe choice for a backend that does not say, or a local path on a network mount) only
+    #: costs those thread hand-offs.
+    local_reads: bool = False
+
     #: The longest path segment (file or folder name) the backend can store, in
     #: UTF-8 bytes; ``None`` for no limit. Callers check keys they build against it
     #: before writing, so a too-long name is a clear error rather than a half-done write.

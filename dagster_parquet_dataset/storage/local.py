@@ -148,9 +148,13 @@ class LocalStore(Store):
             ``~`` means the home folder; a URL (``s3://...``) is refused.
         durable: fsync files and folders on write (default). Turning it off
             keeps atomicity against process crashes but not power loss.
+
+    A root on a network mount (NFS, EFS) pays a round trip per read: set
+    ``local_reads = False`` on the store so that many small reads overlap on threads.
     """
 
     capabilities = frozenset(Capability)
+    local_reads = True
     #: ``NAME_MAX`` of common local file systems (ext4, XFS, APFS, NTFS).
     max_segment_bytes = 255
 

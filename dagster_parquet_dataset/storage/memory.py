@@ -24,6 +24,7 @@ class MemoryStore(Store):
     """
 
     capabilities = frozenset(Capability)
+    local_reads = True
 
     def __init__(self) -> None:
         self._objects: dict[str, tuple[pa.Buffer, str, float]] = {}

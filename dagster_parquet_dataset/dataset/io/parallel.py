@@ -36,7 +36,8 @@ def _shared_pool() -> ThreadPoolExecutor:
 
 
 def parallel_map(fn: Callable[[T], R], items: Sequence[T], threads: int = _MAX_IO_THREADS) -> list[R]:
-    """``[fn(x) for x in items]`` on I/O threads, at most ``threads`` at once (inline for a single item).
+    """``[fn(x) for x in items]`` on I/O threads, at most ``threads`` at once (inline for a single item
+    or ``threads=1``).
 
     The threads come from one pool per process, started on first use (365 manifest reads need
     not start 32 threads each time). A call from one of its own threads (a read inside a
@@ -46,7 +47,7 @@ def parallel_map(fn: Callable[[T], R], items: Sequence[T], threads: int = _MAX_I
         The first exception (in the order of ``items``) that ``fn`` raised, once the calls
         already started have finished; no more calls start after a failure.
     """
-    if len(items) <= 1:
+    if len(items) <= 1 or threads <= 1:
         return [fn(item) for item in items]
     threads = max(1, min(threads, POOL_THREADS, len(items)))
     if getattr(_worker, "active", False):

@@ -87,11 +87,13 @@ def committed_root(store: Store, key: str) -> DatasetManifest:
 
 
 def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREADS) -> CommittedManifests:
-    """The committed manifests of ``keys`` (validated), fetched in parallel on up to ``threads`` threads.
+    """The committed manifests of ``keys`` (validated), fetched in parallel on up to ``threads`` threads,
+    or one after the other in the calling thread when the store's reads are local (``Store.local_reads``:
+    365 manifests on local disk took 11 ms so, 39 ms on 32 threads contending for the interpreter).
 
     The keys go to the threads in ``threads`` runs of consecutive keys, each read one after the other on
     its thread: as many reads in flight as one task per key would give, but one hand-off to a thread per
-    run instead of per key (365 local manifests: a wake-up each cost more than the read itself).
+    run instead of per key.
 
     Raises:
         StoreAccessError / OSError: the store cannot be reached (any error other
@@ -105,6 +107,8 @@ def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREAD
             return exc.about(key)
 
     keys = tuple(keys)
+    if store.local_reads:
+        threads = 1
     size = max(1, -(-len(keys) // max(1, threads)))  # ceil: at most ``threads`` runs
     runs = [keys[i : i + size] for i in range(0, len(keys), size)]
     results = [r for run in parallel_map(lambda run: [one(k) for k in run], runs, threads) for r in run]

@@ -16,7 +16,6 @@ from ..commit.transaction import read_current, repair_success
 from ..format.layout import MANIFEST_NAME, SUCCESS_NAME
 from ..format.segments import SegmentGone
 from ..io.key_checks import missing_dataset_error
-from ..io.parallel import parallel_map
 from ..io.part_check import PartsVanished
 from ..io.read_parts import ReadPlan, plan, read_parts
 from ..manifest import DatasetManifest
@@ -184,23 +183,27 @@ def check_scan_keys(keys: Sequence[str]) -> list[str]:
 
 
 def scan(
-    store: Store, keys: Sequence[str], *, columns: Sequence[str] | None, filters: Any, version: int | None = None
+    store: Store, key: str, *, columns: Sequence[str] | None, filters: Any, version: int | None = None
 ) -> pads.Dataset:
-    """See :meth:`ParquetDatasetStore.scan_dataset` and ``scan_datasets`` (keys already validated)."""
+    """See :meth:`ParquetDatasetStore.scan_dataset` (``key`` already validated; ``scan_datasets`` is
+    ``many.scan_many``).
+
+    Raises:
+        DatasetNotFound / DatasetIncomplete / ManifestCorrupted: as ``read_dataset`` (``DatasetIncomplete``
+            too when commits kept replacing the version read, or ``version``'s files were removed).
+        ValueError / TypeError / CapabilityNotSupported: as ``scan_manifests``.
+    """
     from ..io.scan import scan_manifests  # pyarrow.dataset is slow to import: only when scanning
 
     for attempt in range(_READ_ATTEMPTS):
         if attempt:
             time.sleep(random.uniform(0, 0.01 * attempt))  # let a burst of commits pass
-        if len(keys) == 1:
-            manifests = [(keys[0], committed_manifest(store, keys[0], version))]
-        else:
-            manifests = list(zip(keys, parallel_map(lambda k: committed_manifest(store, k), keys), strict=True))
+        manifests = [(key, committed_manifest(store, key, version))]
         try:
             return scan_manifests(store, manifests, columns, filters)
-        except SegmentGone as exc:  # a commit replaced a manifest read above, and its segments went: read again
+        except SegmentGone as exc:  # a commit replaced the manifest read above, and its segments went: read again
             if version is not None:
                 raise DatasetIncomplete(
-                    f"version {version} of dataset {keys[0]!r} can no longer be read (its files were removed): {exc}"
+                    f"version {version} of dataset {key!r} can no longer be read (its files were removed): {exc}"
                 ) from None
-    raise DatasetIncomplete(f"datasets {list(keys)} kept changing while they were scanned; try again")
+    raise DatasetIncomplete(f"dataset {key!r} kept changing while it was scanned; try again")

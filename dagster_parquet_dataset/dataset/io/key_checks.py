@@ -35,7 +35,7 @@ from ..format.layout import (
 )
 from ..format.partition import partition_folder
 from ..manifest import DatasetManifest
-from .parallel import parallel_map
+from .parallel import parallel_map, store_threads
 
 #: The most bytes the dataset layer appends to a dataset key for its own files, with
 #: the ``/`` before them: ``_versions/<20 digits>.json``, ``part-NNNNN-<token>-m.parquet``,
@@ -61,8 +61,9 @@ def check_key_fits(store: Store, key: str) -> None:
     """Check that ``key`` fits ``store``'s limits and overlaps no other dataset's files.
 
     Costs no I/O for the limits and reserved names; then one ``exists`` of
-    ``{ancestor}/manifest.json`` per folder above ``key`` (in parallel), and a
-    read of the manifests that exist, to learn their partition columns and files.
+    ``{ancestor}/manifest.json`` per folder above ``key`` (in parallel, or in turn
+    on a store whose reads are local), and a read of the manifests that exist, to
+    learn their partition columns and files.
 
     Raises:
         ValueError: a segment of ``key`` is longer than the store allows per
@@ -94,7 +95,7 @@ def _check_reserved(key: str) -> None:
 def _check_ancestors(store: Store, key: str) -> None:
     segments = key.split("/")
     ancestors = ["/".join(segments[:i]) for i in range(1, len(segments))]
-    found = parallel_map(store.exists, [f"{a}/{MANIFEST_NAME}" for a in ancestors])
+    found = parallel_map(store.exists, [f"{a}/{MANIFEST_NAME}" for a in ancestors], store_threads(store))
     for ancestor, exists in zip(ancestors, found, strict=True):
         if not exists:
             continue
@@ -159,7 +160,8 @@ def check_folder_fits(store: Store, key: str, partition_by: Sequence[str], value
     """Check that the partition folder of ``values`` (after escaping) fits ``store``'s limits and holds
     no other dataset.
 
-    Costs one ``exists`` per folder level (``col=value``, then ``col=value/col2=value2``, ...), in parallel.
+    Costs one ``exists`` per folder level (``col=value``, then ``col=value/col2=value2``, ...), in parallel
+    (in turn on a store whose reads are local).
 
     Raises:
         ValueError: a ``col=value`` folder name is longer than the store allows
@@ -183,7 +185,7 @@ def _levels(folders: Iterable[Sequence[str]]) -> list[str]:
 
 
 def _check_no_dataset_in(store: Store, key: str, folders: Sequence[str]) -> None:
-    found = parallel_map(store.exists, [f"{key}/{folder}/{MANIFEST_NAME}" for folder in folders])
+    found = parallel_map(store.exists, [f"{key}/{folder}/{MANIFEST_NAME}" for folder in folders], store_threads(store))
     for folder, exists in zip(folders, found, strict=True):
         if exists:
             raise ValueError(

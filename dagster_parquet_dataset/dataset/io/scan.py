@@ -44,7 +44,7 @@ from ...storage.base import Store
 from ..expressions.pruning import DNF, Predicate, filter_columns, normalize_filters, to_expression
 from ..format.partition import partition_scalar
 from ..manifest import DatasetManifest, FileEntry
-from .parallel import parallel_map
+from .parallel import parallel_map, store_threads
 from .read_parts import _check_row_filterable, _open_verified, check_columns, plan
 
 # Scans leave objects holding pyarrow S3 file handles to the garbage collector; at interpreter exit
@@ -109,7 +109,7 @@ def _snapshot(store: Store, parts: Sequence[_Part]) -> pafs.FileSystem:
             part.check_size(source.size())
             return source.read_buffer()
 
-    buffers = parallel_map(fetch, parts)
+    buffers = parallel_map(fetch, parts, store_threads(store))
     filesystem = pafs._MockFileSystem()
     for part, buffer in zip(parts, buffers, strict=True):
         folder = posixpath.dirname(part.location)

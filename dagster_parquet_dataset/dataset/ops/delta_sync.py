@@ -28,7 +28,7 @@ from ..delta.checkpoint import checkpoint_bytes
 from ..delta.log_writer import PENDING_DIR, checkpoint_path, commit_path, last_checkpoint_path, list_log
 from ..format.layout import MANIFEST_NAME
 from ..io.key_checks import check_key_fits
-from ..io.parallel import parallel_map
+from ..io.parallel import parallel_map, store_threads
 from ..manifest import DatasetManifest
 from .listing import list_datasets
 from .read import committed_manifest
@@ -185,7 +185,7 @@ def sync_asset_delta_log(
         chosen += [p for p in dict.fromkeys(f for fs in markers.values() for f in fs) if p not in chosen]
         for p in chosen:
             dimension_values(p, len(names))
-        found = parallel_map(lambda p: _live_or_none(store, f"{folder}/{p}"), chosen)
+        found = parallel_map(lambda p: _live_or_none(store, f"{folder}/{p}"), chosen, store_threads(store))
         sources = [PartitionSource(p, m) for p, m in zip(chosen, found, strict=True)]
         now = int(time.time() * 1000)
         actions = asset_actions(state, sources, asset=folder, columns=names, size_of=size_of, now_ms=now)

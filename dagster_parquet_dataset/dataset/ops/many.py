@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import DatasetIncomplete, ManifestCorrupted, NotFound, RemoteStoreError
 from ...storage.base import Store
 from ..format.segments import SegmentGone
-from ..io.parallel import parallel_map
+from ..io.parallel import parallel_map, store_threads
 from ..manifest import DatasetManifest
 from .read import committed_manifest
 
@@ -107,8 +107,7 @@ def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREAD
             return exc.about(key)
 
     keys = tuple(keys)
-    if store.local_reads:
-        threads = 1
+    threads = store_threads(store, threads)
     size = max(1, -(-len(keys) // max(1, threads)))  # ceil: at most ``threads`` runs
     runs = [keys[i : i + size] for i in range(0, len(keys), size)]
     results = [r for run in parallel_map(lambda run: [one(k) for k in run], runs, threads) for r in run]

@@ -250,7 +250,7 @@ def test_many_roots_go_to_the_threads_in_runs_of_consecutive_keys(monkeypatch: p
 
 def test_local_stores_read_many_roots_in_the_calling_thread_and_remote_ones_on_threads(store: Store) -> None:
     """A store whose reads are local (``LocalStore``, ``MemoryStore``) has its 40 manifests read one after
-    the other on the calling thread (issue 28: 365 local manifests took 11 ms so, 39 ms on 32 threads
+    the other on the calling thread (issue 28: 365 local manifests took 11 ms in turn, 39 ms on 32 threads
     contending for the interpreter); ``S3Store``, whose reads wait on the network, on the pool."""
 
     class ThreadRecording(WrappingStore):

@@ -89,7 +89,7 @@ def committed_root(store: Store, key: str) -> DatasetManifest:
 def read_committed(store: Store, keys: Sequence[str], threads: int = ROOT_THREADS) -> CommittedManifests:
     """The committed manifests of ``keys`` (validated), fetched in parallel on up to ``threads`` threads,
     or one after the other in the calling thread when the store's reads are local (``Store.local_reads``:
-    365 manifests on local disk took 11 ms so, 39 ms on 32 threads contending for the interpreter).
+    365 manifests on local disk took 11 ms in turn, 39 ms on 32 threads contending for the interpreter).
 
     The keys go to the threads in ``threads`` runs of consecutive keys, each read one after the other on
     its thread: as many reads in flight as one task per key would give, but one hand-off to a thread per

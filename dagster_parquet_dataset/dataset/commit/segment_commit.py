@@ -37,7 +37,7 @@ def commit_segments(
     if (new.segments or new.added) and not new.__dict__.get("_files"):  # built on segments, files not given
         base, changed = tuple(new.segments), list(new.added)
         for ref in base if listed else ():  # never commit on top of a damaged segment (checked once per store)
-            segments.load_segment(store, key, ref)
+            segments.verify_segment(store, key, ref)
     else:
         base, changed = (), list(new.files)
         if current is not None and current.segments:

@@ -148,3 +148,23 @@ def test_an_append_to_a_format_3_version_reads_no_segment_under_any_retention(
     assert _root(tmp_path)["format_version"] == 3
     assert not [p for p in counting.reads if "/_segments/" in p]
     assert ParquetDatasetStore(LocalStore(str(tmp_path))).read_dataset("t").column("id").to_pylist() == list(range(end))
+
+
+@pytest.mark.timeout(300)
+def test_above_the_limit_an_append_does_not_check_a_damaged_segment_and_a_read_still_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """As docs/guarantees.md (item 6) says: a format-3 append reads only the root, so it commits beside a
+    damaged segment, and a read that opens the segment raises ``ManifestCorrupted`` naming it."""
+    from dagster_parquet_dataset import ManifestCorrupted
+
+    ds = ParquetDatasetStore(LocalStore(str(tmp_path)), max_rows_per_file=5)
+    ds.write_dataset(_table(0, 400), "t")  # 80 parts: format 3
+    assert _root(tmp_path)["format_version"] == 3
+    damaged = tmp_path / "t" / _root(tmp_path)["segments"][0]["path"]
+    data = damaged.read_bytes()
+    damaged.write_bytes(data[:100] + bytes([data[100] ^ 0xFF]) + data[101:])
+    ParquetDatasetStore(LocalStore(str(tmp_path))).append_dataset(_table(400, 5), "t")
+    assert _root(tmp_path)["part_count"] == 81
+    with pytest.raises(ManifestCorrupted, match=damaged.name):
+        ParquetDatasetStore(LocalStore(str(tmp_path))).read_dataset("t")

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..format import segments
 from ..format.segments import SegmentRef, entries_table, live_rows, plan_segments, segments_table
+from ..io.parallel import parallel_map, store_threads
 from ..manifest import PARTS_IN_ROOT, ROOTLESS_FORMAT, SEGMENTED_FORMAT, DatasetManifest, table_entries
 
 
@@ -36,8 +37,8 @@ def commit_segments(
     listed = new.parts_listed()  # not listed: built on a format-3 version (every row of its segments is live)
     if (new.segments or new.added) and not new.__dict__.get("_files"):  # built on segments, files not given
         base, changed = tuple(new.segments), list(new.added)
-        for ref in base if listed else ():  # never commit on top of a damaged segment (checked once per store)
-            segments.verify_segment(store, key, ref)
+        if listed:  # never commit on top of a damaged segment (checked once per store; on S3 the GETs overlap)
+            parallel_map(lambda ref: segments.verify_segment(store, key, ref), base, store_threads(store))
     else:
         base, changed = (), list(new.files)
         if current is not None and current.segments:

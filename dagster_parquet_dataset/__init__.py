@@ -38,7 +38,12 @@ from .storage import Capability, FileInfo, LocalStore, MemoryStore, S3Store, Sto
 
 __version__ = "0.1.0"
 
-_DAGSTER_NAMES = ("RemoteStoreIOManager", "LocalStoreResource", "S3StoreResource", "InMemoryStoreResource")
+_DAGSTER_NAMES: tuple[str, ...] = (
+    "RemoteStoreIOManager",
+    "LocalStoreResource",
+    "S3StoreResource",
+    "InMemoryStoreResource",
+)
 _DAGSTER_NAMES += ("build_dataset_checks", "observable_dataset", "build_maintenance_jobs")
 _DAGSTER_NAMES += ("CompactOptions", "VacuumOptions")
 

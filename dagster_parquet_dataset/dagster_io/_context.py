@@ -47,8 +47,9 @@ def label(context: InputContext | OutputContext) -> str:
     return f"{kind} {name!r}" if name is not None else f"the {kind}"
 
 
-def step_key_of(context: InputContext | OutputContext) -> str | None:
-    """The step key, or ``None`` for a context built without one."""
+def step_key_of(context: OutputContext) -> str | None:
+    """The step key of an output (an ``InputContext`` has none: use its ``upstream_output``), or ``None``
+    for a context built without one."""
     return _get(lambda: context.step_key)
 
 
@@ -62,7 +63,8 @@ def step_context_of(context: OutputContext) -> Any:
     return _get(lambda: context.step_context)
 
 
-def instance_of(context: InputContext | OutputContext) -> DagsterInstance | None:
+def instance_of(context: InputContext) -> DagsterInstance | None:
+    """The instance of an input's run (an ``OutputContext`` has none), or ``None`` for a context built without one."""
     return _get(lambda: context.instance)
 
 

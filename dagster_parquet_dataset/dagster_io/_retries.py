@@ -25,7 +25,9 @@ def idempotency_key(context: OutputContext | None, partition_key: str | None) ->
     The root run id is the run's own, or for a re-execution the run it re-executes (the first of
     the chain), so a re-execution from failure finds what the failed run committed.
     """
-    step = _ctx.step_context_of(context) if context is not None else None
+    if context is None:
+        return None
+    step = _ctx.step_context_of(context)
     if step is None:
         return None
     run = step.dagster_run

@@ -10,6 +10,7 @@ They are nested into :class:`~dagster_parquet_dataset.dagster_io.RemoteStoreIOMa
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import ClassVar
@@ -158,7 +159,11 @@ class S3StoreResource(StoreResource):
         try:
             store.check_conditional_writes()
         except StoreAccessError as exc:  # e.g. read-only credentials: checked again before the first commit
-            context.log.warning(f"S3StoreResource: could not check conditional writes now ({exc})")
+            message = f"S3StoreResource: could not check conditional writes now ({exc})"
+            if context.log is not None:
+                context.log.warning(message)
+            else:  # a context built without a log manager
+                logging.getLogger(__name__).warning(message)
 
     def get_store(self) -> S3Store:
         """An :class:`S3Store` with these settings (no I/O until first use).

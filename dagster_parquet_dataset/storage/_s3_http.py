@@ -41,8 +41,10 @@ class S3HttpError(OSError):
     def __init__(self, status: int, code: str, message: str, what: str) -> None:
         super().__init__(f"{what}: HTTP {status} {code or ''} {message}".strip())
         self.status = status
-        self.response = {"Error": {"Code": code or str(status), "Message": message}}
-        self.response["ResponseMetadata"] = {"HTTPStatusCode": status}  # type: ignore[assignment]
+        self.response: dict[str, dict[str, object]] = {
+            "Error": {"Code": code or str(status), "Message": message},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        }
 
 
 class S3ConnectError(ConnectionError):

@@ -425,7 +425,9 @@ class Transaction:
             if latest is not None and txn in latest.txns:
                 self._in_flight = False
                 self._landed = latest_token if latest.txn == txn else None
-                return latest if latest.txn == txn else candidate  # ours landed; others may have built on it
+                # Ours landed; others may have built on it. Then the version that landed is ``candidate``, the last
+                # one sent (a send whose expected token moved on without it can never land).
+                return latest if latest.txn == txn or candidate is None else candidate
             if unsure is not None and latest_token == token:
                 # Nothing visible changed: our request may still be in flight. Retrying with
                 # the same expected token is safe (at most one of the two can land).

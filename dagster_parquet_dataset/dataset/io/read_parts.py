@@ -148,11 +148,12 @@ def _plan_segmented(manifest: DatasetManifest, schema: pa.Schema, dnf: Any) -> R
     answers = plan_files(dnf, schema, ((e.stats, _constant_values(e), e.row_count) for e in candidates))
     chosen = [i for i, answer in enumerate(answers) if answer is not False]
     selected = tuple(candidates[i] for i in chosen)
-    if table is not manifest.__dict__.get("_table"):
+    whole = table is manifest.__dict__.get("_table")  # the manifest's own table (not a bound-selected part)
+    if not whole:
         chosen_paths = {e.path for e in selected}
         pruned = LazyEntries(lambda: tuple(e for e in manifest.files if e.path not in chosen_paths))
         return ReadPlan(manifest.dataset_key, manifest.version, selected, pruned, dnf, manifest)  # type: ignore[arg-type]
-    rest = np.ones(table.num_rows, dtype=bool)
+    rest = np.ones(table.num_rows, dtype=np.bool_)
     rest[kept.to_numpy()[chosen]] = False
     pruned = LazyEntries(lambda: tuple(table_entries(table.filter(rest))))
     return ReadPlan(manifest.dataset_key, manifest.version, selected, pruned, dnf, manifest)  # type: ignore[arg-type]

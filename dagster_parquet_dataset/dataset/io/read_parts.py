@@ -148,7 +148,7 @@ def _plan_segmented(manifest: DatasetManifest, schema: pa.Schema, dnf: Any) -> R
     answers = plan_files(dnf, schema, ((e.stats, _constant_values(e), e.row_count) for e in candidates))
     chosen = [i for i, answer in enumerate(answers) if answer is not False]
     selected = tuple(candidates[i] for i in chosen)
-    whole = table is manifest.__dict__.get("_table")  # the manifest's own table (not a bound-selected part)
+    whole = table is manifest.__dict__.get("_table")  # the manifest's own table, not bound-selected segments
     if not whole:
         chosen_paths = {e.path for e in selected}
         pruned = LazyEntries(lambda: tuple(e for e in manifest.files if e.path not in chosen_paths))

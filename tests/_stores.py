@@ -19,16 +19,10 @@ class InjectedCrash(RuntimeError):
     """Raised by :class:`CrashingStore` at the chosen call, standing in for a crash."""
 
 
-class WrappingStore(Store):
-    """Delegates every call to ``inner``; subclasses hook :meth:`_before`."""
+class PicklableLock:
+    """Mixin for a test store holding ``_lock``: a pickled copy (a worker's, a Spark executor's) gets a fresh one."""
 
-    def __init__(self, inner: Store, capabilities: frozenset[Capability] | None = None) -> None:
-        self.inner = inner
-        self.capabilities = inner.capabilities if capabilities is None else capabilities
-        self.calls: Counter[str] = Counter()
-        self.bytes_read = 0
-        self.log: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
+    _lock: threading.Lock
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -37,6 +31,18 @@ class WrappingStore(Store):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._lock = threading.Lock()
+
+
+class WrappingStore(PicklableLock, Store):
+    """Delegates every call to ``inner``; subclasses hook :meth:`_before`."""
+
+    def __init__(self, inner: Store, capabilities: frozenset[Capability] | None = None) -> None:
+        self.inner = inner
+        self.capabilities = inner.capabilities if capabilities is None else capabilities
+        self.calls: Counter[str] = Counter()
+        self.bytes_read = 0
+        self.log: list[tuple[str, str]] = []
         self._lock = threading.Lock()
 
     def _count_read(self, n: int) -> None:
@@ -111,6 +117,27 @@ class WrappingStore(Store):
     def rename(self, src: str, dst: str) -> None:
         self._before("rename", src)
         self.inner.rename(src, dst)
+
+
+class ThreadRecordingStore(WrappingStore):
+    """Records the thread of every call; its reads are local exactly when ``inner``'s are (``Store.local_reads``)."""
+
+    def __init__(self, inner: Store) -> None:
+        super().__init__(inner)
+        self.local_reads = inner.local_reads
+        self.threads: list[tuple[str, str, int]] = []
+
+    def _before(self, op: str, path: str) -> None:
+        super()._before(op, path)
+        with self._lock:
+            self.threads.append((op, path, threading.get_ident()))
+
+    def threads_of(self, op: str, suffix: str = "") -> set[int]:
+        """The threads that made ``op`` calls on paths ending in ``suffix``."""
+        return {t for o, p, t in self.threads if o == op and p.endswith(suffix)}
+
+    def arrow_filesystem(self) -> Any:
+        return self.inner.arrow_filesystem()
 
 
 class PassThrough:

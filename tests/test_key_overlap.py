@@ -15,7 +15,7 @@ import pytest
 
 from dagster_parquet_dataset import ParquetDatasetStore, Store
 from dagster_parquet_dataset.dataset.format import segments
-from tests._stores import WrappingStore
+from tests._stores import ThreadRecordingStore, WrappingStore
 
 RESERVED = [
     "_versions",
@@ -295,23 +295,14 @@ def test_key_checks_run_in_the_calling_thread_on_a_local_store_and_on_threads_on
 
     from dagster_parquet_dataset import S3Store
 
-    class ThreadRecording(WrappingStore):
-        def __init__(self, inner: Store) -> None:
-            super().__init__(inner)
-            self.local_reads = inner.local_reads
-            self.threads: set[int] = set()
-
-        def exists(self, path: str) -> bool:
-            self.threads.add(threading.get_ident())
-            return super().exists(path)
-
     ParquetDatasetStore(store).write_dataset(events([1, 2]), "lake/sales", partition_by=["day"])
-    recording = ThreadRecording(store)
+    recording = ThreadRecordingStore(store)
     datasets = ParquetDatasetStore(recording)
     datasets.write_dataset(events([1, 2, 3, 4]), "lake/x/y/z", partition_by=["day"])
     with pytest.raises(ValueError, match="lake/sales"):
         datasets.write_dataset(plain(1), "lake/sales/day=1/q")
-    assert recording.threads
-    on_caller = recording.threads == {threading.get_ident()}
+    threads = recording.threads_of("exists")
+    assert threads
+    on_caller = threads == {threading.get_ident()}
     assert on_caller == (not isinstance(store, S3Store))
     assert store.local_reads == on_caller

@@ -32,7 +32,7 @@ from dagster_parquet_dataset.dataset import (
     read_committed_manifests,
 )
 
-from ._stores import WrappingStore
+from ._stores import ThreadRecordingStore, WrappingStore
 
 N = 6
 KEYS = [f"daily/2025-01-0{d + 1}" for d in range(N)]
@@ -253,37 +253,24 @@ def test_local_stores_read_many_roots_in_the_calling_thread_and_remote_ones_on_t
     the other on the calling thread (issue 28: 365 local manifests took 11 ms in turn, 39 ms on 32 threads
     contending for the interpreter); ``S3Store``, whose reads wait on the network, on the pool."""
 
-    class ThreadRecording(WrappingStore):
-        def __init__(self, inner: Store) -> None:
-            super().__init__(inner)
-            self.local_reads = inner.local_reads
-            self.threads: set[int] = set()
-
-        def read_bytes(self, path: str) -> bytes:
-            if path.endswith("/manifest.json"):
-                self.threads.add(threading.get_ident())
-            return super().read_bytes(path)
-
-        def arrow_filesystem(self) -> tuple[pafs.FileSystem, str]:
-            return self.inner.arrow_filesystem()
-
     datasets = ParquetDatasetStore(store)
     keys = [f"daily/{d:02d}" for d in range(40)]
     for d, key in enumerate(keys):
         datasets.write_dataset(pa.table({"v": [d]}), key)
-    recording = ThreadRecording(store)
+    recording = ThreadRecordingStore(store)
     committed = read_committed_manifests(ParquetDatasetStore(recording), keys)
     assert set(committed.found) == set(keys) and not committed.failed
+    threads = recording.threads_of("read_bytes", "/manifest.json")
     if isinstance(store, S3Store):
         assert not store.local_reads
-        assert recording.threads and threading.get_ident() not in recording.threads
+        assert threads and threading.get_ident() not in threads
     else:
         assert store.local_reads
-        assert recording.threads == {threading.get_ident()}
+        assert threads == {threading.get_ident()}
     recording.threads.clear()
     scan = ParquetDatasetStore(recording).scan_datasets(keys)
     assert sorted(scan.to_table().column("v").to_pylist()) == list(range(40))
-    assert (recording.threads == {threading.get_ident()}) == store.local_reads
+    assert (recording.threads_of("read_bytes", "/manifest.json") == {threading.get_ident()}) == store.local_reads
 
 
 def test_parallel_map_on_one_thread_runs_in_the_calling_thread() -> None:

@@ -8,30 +8,20 @@ driver (no Spark task context) every :meth:`open_input` returns a file that adds
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import pyarrow as pa
 
 from dagster_parquet_dataset import LocalStore
 
-from .._stores import CountingReader
+from .._stores import CountingReader, PicklableLock
 
 
-class DriverReadCountingStore(LocalStore):
+class DriverReadCountingStore(PicklableLock, LocalStore):
     """``LocalStore`` whose driver-side reads are counted in :attr:`driver_bytes_read`."""
 
     def __init__(self, root: str) -> None:
         super().__init__(root)
         self.driver_bytes_read = 0
-        self._lock = threading.Lock()
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        state["_lock"] = None
-        return state
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
         self._lock = threading.Lock()
 
     def count(self, n: int) -> None:
